@@ -31,12 +31,33 @@
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
+mod ann;
+mod chunk;
+mod collection;
+mod doc;
+mod docset;
 pub mod embed;
 mod error;
+mod index;
 pub mod models;
+mod search;
+mod store;
+#[cfg(any(test, feature = "testing"))]
+pub mod testutil;
 
+pub use ann::{HnswParams, LoadFailure};
+pub use collection::{
+    AddReport, Collection, CollectionMeta, CollectionOptions, CollectionStats, RebuildReason, SCHEMA_VERSION,
+    VectorIndexState,
+};
+pub use doc::{
+    CommitRef, DecisionFields, DecisionStatus, DocBody, DocKind, Document, ExtractionMethod, FileAction, FileRef,
+    MessageFields, Role, SummaryFields, now_millis,
+};
 pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder};
 pub use error::{Error, Result};
+pub use index::{CollectionInfo, Index, Options, collection_name, validate_name};
+pub use search::{Hit, Hits, Plan, PlanPath, SearchBuilder};
 
 /// The README's code blocks, compiled as doctests so the README stays true.
 #[doc = include_str!("../README.md")]

@@ -2,4 +2,8 @@
 //! embedding model (provisioned by `make models`) and real redb files on disk.
 
 mod common;
+mod durability;
 mod embed;
+mod engine;
+mod model_ops;
+mod real_search;

@@ -1,0 +1,122 @@
+//! Core engine at 10k and 100k documents (384 dims, seeded clustered vectors, no embedding):
+//! bulk insert, search latency by selectivity with the plan that ran and recall@10 against the
+//! exact scan, cold open, rebuild, bytes on disk per document.
+//!
+//! Run: `cargo bench --bench search` (prints markdown tables). `CONVDEX_BENCH_SIZES=10000`
+//! limits the sizes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use convdex::testutil::clustered_vectors;
+use convdex::{CollectionOptions, Document, HashEmbedder, Index, Options, Role};
+
+const SEED: u64 = 0xBE7C_2026;
+const DIM: usize = 384;
+const QUERIES: usize = 200;
+const K: usize = 10;
+
+fn index(dir: &std::path::Path) -> Index {
+    let opts = Options::default().embedder(Arc::new(HashEmbedder::new(DIM))).collection(CollectionOptions::default());
+    Index::open(dir, opts).unwrap()
+}
+
+fn pct(mut v: Vec<Duration>, p: f64) -> f64 {
+    v.sort();
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[i].as_secs_f64() * 1e3
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let sizes: Vec<usize> = std::env::var("CONVDEX_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![10_000, 100_000]);
+    println!("seed {SEED:#x}, dim {DIM}, {QUERIES} queries, k {K}");
+    for n in sizes {
+        run(n);
+    }
+}
+
+fn run(n: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let vectors = clustered_vectors(n + QUERIES, DIM, (n / 100).max(10), SEED);
+    let (dv, queries) = vectors.split_at(n);
+    let docs: Vec<Document> = (0..n)
+        .map(|i| {
+            let mut d = Document::message(&format!("s{}", i % 500), &format!("m{i}"), i as u64, Role::User, "x");
+            d.tags.push("p100".into());
+            for (m, t) in [(2, "p50"), (10, "p10"), (100, "p1"), (1000, "p01")] {
+                if i % m == 0 {
+                    d.tags.push(t.into());
+                }
+            }
+            d
+        })
+        .collect();
+    let idx = index(dir.path());
+    let coll = idx.collection("bench", "search").unwrap();
+    let t = Instant::now();
+    for (d, v) in docs.chunks(10_000).zip(dv.chunks(10_000)) {
+        coll.add_embedded(d, v).unwrap();
+    }
+    let insert = t.elapsed();
+    coll.flush().unwrap();
+    let stats = coll.stats().unwrap();
+    println!();
+    println!("## {n} documents");
+    println!();
+    println!(
+        "bulk insert (redb + graph, no embedding): {:.1} s = {:.0} docs/s; bytes on disk per document: {:.0}",
+        insert.as_secs_f64(),
+        n as f64 / insert.as_secs_f64(),
+        stats.bytes_on_disk as f64 / n as f64
+    );
+    println!();
+    println!("| filter | candidates | plan | p50 ms | p99 ms | exact p50 ms | recall@10 |");
+    println!("|---|---:|---|---:|---:|---:|---:|");
+    for tag in ["none", "p50", "p10", "p1", "p01"] {
+        let (mut lat, mut elat) = (Vec::new(), Vec::new());
+        let mut recall = 0.0;
+        let mut plan = None;
+        for q in queries {
+            let build = || {
+                let b = coll.search_vector(q.clone()).limit(K);
+                if tag == "none" { b } else { b.tags_any([tag]) }
+            };
+            let t = Instant::now();
+            let hits = build().run().unwrap();
+            lat.push(t.elapsed());
+            let t = Instant::now();
+            let exact = build().exact(true).run().unwrap();
+            elat.push(t.elapsed());
+            let e: Vec<_> = exact.iter().map(|h| h.doc.id).collect();
+            recall += hits.iter().filter(|h| e.contains(&h.doc.id)).count() as f64 / e.len().max(1) as f64;
+            plan = Some(hits.plan);
+        }
+        let plan = plan.unwrap();
+        println!(
+            "| {tag} | {} | {:?} | {:.2} | {:.2} | {:.2} | {:.3} |",
+            plan.candidates,
+            plan.path,
+            pct(lat.clone(), 0.5),
+            pct(lat, 0.99),
+            pct(elat, 0.5),
+            recall / QUERIES as f64
+        );
+    }
+    drop(coll);
+    drop(idx);
+    let t = Instant::now();
+    let idx = index(dir.path());
+    let coll = idx.collection("bench", "search").unwrap();
+    let open = t.elapsed();
+    println!();
+    println!("cold open (graph loaded: {:?}): {:.0} ms", coll.vector_index_state(), open.as_secs_f64() * 1e3);
+    let t = Instant::now();
+    coll.rebuild_vector_index().unwrap();
+    println!("rebuild from stored vectors (and dump): {:.1} s", t.elapsed().as_secs_f64());
+}

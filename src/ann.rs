@@ -1,0 +1,472 @@
+//! The approximate-nearest-neighbour index: an hnsw_rs graph plus a contiguous copy of the
+//! vectors for exact scans.
+//!
+//! Ids: a vector's `DataId` is `doc_id << 8 | chunk` ([`data_id`]), so a filter on documents is a
+//! filter on `data_id >> 8` and needs no lookup table. hnsw_rs cannot delete: deleted documents
+//! become tombstones, filtered out during graph traversal, until the graph is rebuilt.
+//!
+//! Persistence: [`Ann::dump`] writes the graph into a fresh directory with a manifest (format
+//! version, redb generation, file sizes and xxh3 checksums), then swaps it in place of the old
+//! one. [`Ann::load`] verifies the manifest before handing the files to hnsw_rs, whose loader
+//! asserts (panics) on malformed input.
+
+use std::collections::{BTreeMap, BinaryHeap, HashSet};
+use std::path::Path;
+
+use hnsw_rs::prelude::{AnnT, Distance, FilterT, Hnsw, HnswIo};
+use serde::{Deserialize, Serialize};
+
+use crate::docset::DocSet;
+use crate::embed::dot;
+use crate::error::{Error, Result};
+
+/// Chunks per document addressable in a data id.
+pub(crate) const MAX_CHUNKS: u64 = 256;
+
+/// The vector id of chunk `chunk` of document `doc`.
+pub(crate) fn data_id(doc: u64, chunk: u64) -> u64 {
+    debug_assert!(chunk < MAX_CHUNKS);
+    (doc << 8) | chunk
+}
+
+/// Cosine distance on unit vectors, `1 - a·b` clamped at 0. (hnsw_rs's `DistDot` asserts a
+/// non-negative result, which rounding can violate for near-identical vectors.)
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct UnitCosine;
+
+impl Distance<f32> for UnitCosine {
+    fn eval(&self, va: &[f32], vb: &[f32]) -> f32 {
+        (1.0 - dot(va, vb)).max(0.0)
+    }
+}
+
+/// HNSW construction and search parameters. Every field documents its default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HnswParams {
+    /// Neighbours per node per layer (M). Default: 16.
+    pub max_connections: usize,
+    /// Candidate list size while building. Default: 100.
+    pub ef_construction: usize,
+    /// Candidate list size for an unfiltered search. Default: 64; filtered searches raise it as
+    /// selectivity drops.
+    pub ef_search: usize,
+}
+
+impl Default for HnswParams {
+    fn default() -> Self {
+        HnswParams { max_connections: 16, ef_construction: 100, ef_search: 64 }
+    }
+}
+
+const DUMP_FORMAT: u32 = 1;
+const BASENAME: &str = "graph";
+
+#[derive(Debug, Serialize, Deserialize)]
+struct DumpManifest {
+    format: u32,
+    generation: u64,
+    dim: usize,
+    points: usize,
+    files: Vec<(String, u64, u64)>, // name, length, xxh3
+}
+
+/// Why a persisted graph could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadFailure {
+    /// No graph files.
+    Missing,
+    /// Files present but unreadable, truncated, or of another format.
+    Corrupt(String),
+}
+
+pub(crate) struct Ann {
+    graph: Hnsw<'static, f32, UnitCosine>,
+    dim: usize,
+    arena: Vec<f32>,
+    rows: BTreeMap<u64, u32>,
+    /// `row_ids[row]` is the data id stored in arena row `row`.
+    row_ids: Vec<u64>,
+    tombstones: HashSet<u64>,
+}
+
+impl Ann {
+    pub(crate) fn new(dim: usize, params: HnswParams, capacity: usize) -> Ann {
+        let graph = Hnsw::new(params.max_connections, capacity.max(1024), 16, params.ef_construction, UnitCosine);
+        Ann { graph, dim, arena: Vec::new(), rows: BTreeMap::new(), row_ids: Vec::new(), tombstones: HashSet::new() }
+    }
+
+    /// Vectors in the graph, tombstoned ones included.
+    pub(crate) fn points(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Documents deleted but still in the graph.
+    pub(crate) fn tombstoned_points(&self) -> usize {
+        if self.tombstones.is_empty() {
+            return 0;
+        }
+        self.rows.keys().filter(|id| self.tombstones.contains(&(*id >> 8))).count()
+    }
+
+    pub(crate) fn contains(&self, data_id: u64) -> bool {
+        self.rows.contains_key(&data_id)
+    }
+
+    /// Ids of every vector in the graph.
+    pub(crate) fn data_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.rows.keys().copied()
+    }
+
+    /// Adds vectors; uses parallel insertion for large batches.
+    pub(crate) fn insert(&mut self, items: &[(u64, &[f32])]) {
+        let items: Vec<(u64, &[f32])> =
+            items.iter().filter(|(id, v)| v.len() == self.dim && !self.rows.contains_key(id)).copied().collect();
+        for (id, v) in &items {
+            let row = (self.arena.len() / self.dim) as u32;
+            self.arena.extend_from_slice(v);
+            self.rows.insert(*id, row);
+            self.row_ids.push(*id);
+            self.tombstones.remove(&(id >> 8));
+        }
+        if items.len() >= 256 {
+            let batch: Vec<(&[f32], usize)> = items.iter().map(|(id, v)| (*v, *id as usize)).collect();
+            self.graph.parallel_insert_slice(&batch);
+        } else {
+            for (id, v) in &items {
+                self.graph.insert_slice((v, *id as usize));
+            }
+        }
+    }
+
+    /// Marks a document's vectors as deleted.
+    pub(crate) fn tombstone(&mut self, doc: u64) {
+        if self.rows.range(data_id(doc, 0)..data_id(doc + 1, 0)).next().is_some() {
+            self.tombstones.insert(doc);
+        }
+    }
+
+    fn vector(&self, row: u32) -> &[f32] {
+        let start = row as usize * self.dim;
+        &self.arena[start..start + self.dim]
+    }
+
+    /// Graph search. `keep` filters documents (tombstones are always filtered).
+    /// Returns `(data_id, cosine)` best first.
+    pub(crate) fn search_graph(
+        &self,
+        query: &[f32],
+        knbn: usize,
+        ef: usize,
+        keep: Option<&(dyn Fn(u64) -> bool + Sync)>,
+    ) -> Vec<(u64, f32)> {
+        let ef = ef.max(knbn);
+        let neighbours = match (keep, self.tombstones.is_empty()) {
+            (None, true) => self.graph.search(query, knbn, ef),
+            (keep, _) => {
+                let filter = DocFilter { keep, tombstones: &self.tombstones };
+                self.graph.search_filter(query, knbn, ef, Some(&filter))
+            }
+        };
+        neighbours.into_iter().map(|n| (n.get_origin_id() as u64, 1.0 - n.get_distance())).collect()
+    }
+
+    /// Exact scan. `candidates` restricts it to those documents (all live documents when
+    /// `None`); `n_candidates` is their count. Returns the best chunk per document,
+    /// `(data_id, cosine)`, best first, at most `k`.
+    pub(crate) fn search_exact(
+        &self,
+        query: &[f32],
+        candidates: Option<&DocSet>,
+        n_candidates: usize,
+        k: usize,
+    ) -> Vec<(u64, f32)> {
+        let mut top = TopK::new(k);
+        match candidates {
+            // Few candidates: visit exactly their vectors.
+            Some(set) if n_candidates.saturating_mul(16) < self.row_ids.len() => {
+                for doc in set.to_vec() {
+                    if self.tombstones.contains(&doc) {
+                        continue;
+                    }
+                    let best = self
+                        .rows
+                        .range(data_id(doc, 0)..data_id(doc + 1, 0))
+                        .map(|(&id, &row)| (id, dot(query, self.vector(row))))
+                        .max_by(|a, b| a.1.total_cmp(&b.1));
+                    if let Some((id, score)) = best {
+                        top.push(id, score);
+                    }
+                }
+            }
+            // Many: one pass over the contiguous arena, in parallel blocks.
+            keep => {
+                use rayon::prelude::*;
+                const BLOCK: usize = 4096;
+                let blocks = self.row_ids.len().div_ceil(BLOCK);
+                let partial: Vec<TopK> = (0..blocks)
+                    .into_par_iter()
+                    .map(|b| {
+                        let mut local = TopK::new(k);
+                        let end = ((b + 1) * BLOCK).min(self.row_ids.len());
+                        for row in b * BLOCK..end {
+                            let id = self.row_ids[row];
+                            let doc = id >> 8;
+                            if keep.is_some_and(|s| !s.contains(doc)) || self.tombstones.contains(&doc) {
+                                continue;
+                            }
+                            local.push(id, dot(query, self.vector(row as u32)));
+                        }
+                        local
+                    })
+                    .collect();
+                for p in partial {
+                    for (id, s) in p.into_sorted() {
+                        top.push(id, s);
+                    }
+                }
+            }
+        }
+        top.into_sorted()
+    }
+
+    /// Writes the graph to `dir` atomically (a fresh directory swapped into place).
+    pub(crate) fn dump(&self, dir: &Path, generation: u64) -> Result<()> {
+        let parent = dir.parent().unwrap_or(Path::new("."));
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("vectors");
+        let tmp = parent.join(format!("{name}.tmp"));
+        let old = parent.join(format!("{name}.old"));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        if self.rows.is_empty() {
+            // hnsw_rs cannot dump an empty graph; an empty manifest stands for it.
+        } else {
+            self.graph.file_dump(&tmp, BASENAME).map_err(|e| Error::io(&tmp, std::io::Error::other(e.to_string())))?;
+        }
+        let mut files = Vec::new();
+        for suffix in ["hnsw.graph", "hnsw.data"] {
+            let f = tmp.join(format!("{BASENAME}.{suffix}"));
+            if f.exists() {
+                let bytes = std::fs::read(&f).map_err(|e| Error::io(&f, e))?;
+                files.push((format!("{BASENAME}.{suffix}"), bytes.len() as u64, xxhash_rust::xxh3::xxh3_64(&bytes)));
+            }
+        }
+        let manifest = DumpManifest { format: DUMP_FORMAT, generation, dim: self.dim, points: self.rows.len(), files };
+        let mpath = tmp.join("manifest.json");
+        let text = serde_json::to_vec(&manifest).map_err(|e| Error::io(&mpath, std::io::Error::other(e)))?;
+        write_synced(&mpath, &text)?;
+        for (f, _, _) in &manifest.files {
+            let p = tmp.join(f);
+            std::fs::File::open(&p).and_then(|f| f.sync_all()).map_err(|e| Error::io(&p, e))?;
+        }
+        let _ = std::fs::remove_dir_all(&old);
+        if dir.exists() {
+            std::fs::rename(dir, &old).map_err(|e| Error::io(dir, e))?;
+        }
+        std::fs::rename(&tmp, dir).map_err(|e| Error::io(dir, e))?;
+        let _ = std::fs::remove_dir_all(&old);
+        Ok(())
+    }
+
+    /// Loads a graph written by [`Ann::dump`]; returns it with the generation it reflects.
+    pub(crate) fn load(dir: &Path, dim: usize, params: HnswParams) -> std::result::Result<(Ann, u64), LoadFailure> {
+        let mpath = dir.join("manifest.json");
+        let bytes = match std::fs::read(&mpath) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadFailure::Missing),
+            Err(e) => return Err(LoadFailure::Corrupt(format!("manifest unreadable: {e}"))),
+        };
+        let m: DumpManifest =
+            serde_json::from_slice(&bytes).map_err(|e| LoadFailure::Corrupt(format!("manifest: {e}")))?;
+        if m.format != DUMP_FORMAT {
+            return Err(LoadFailure::Corrupt(format!("dump format {} (expected {DUMP_FORMAT})", m.format)));
+        }
+        if m.dim != dim {
+            return Err(LoadFailure::Corrupt(format!("dump has {} dims, collection {dim}", m.dim)));
+        }
+        if m.points == 0 {
+            return Ok((Ann::new(dim, params, 0), m.generation));
+        }
+        if m.files.len() != 2 {
+            return Err(LoadFailure::Corrupt("graph files missing from manifest".into()));
+        }
+        for (name, len, hash) in &m.files {
+            let p = dir.join(name);
+            let data = match std::fs::read(&p) {
+                Ok(d) => d,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadFailure::Missing),
+                Err(e) => return Err(LoadFailure::Corrupt(format!("{name}: {e}"))),
+            };
+            if data.len() as u64 != *len || xxhash_rust::xxh3::xxh3_64(&data) != *hash {
+                return Err(LoadFailure::Corrupt(format!("{name}: size or checksum differs from manifest")));
+            }
+        }
+        // hnsw_rs ties the graph's lifetime to its loader; the loader is a few hundred bytes and
+        // is leaked once per load so the graph can be 'static.
+        let io: &'static HnswIo = Box::leak(Box::new(HnswIo::new(dir, BASENAME)));
+        let loaded = std::panic::catch_unwind(|| io.load_hnsw_with_dist::<f32, UnitCosine>(UnitCosine));
+        let graph = match loaded {
+            Ok(Ok(g)) => g,
+            Ok(Err(e)) => return Err(LoadFailure::Corrupt(e.to_string())),
+            Err(_) => return Err(LoadFailure::Corrupt("hnsw_rs rejected the files".into())),
+        };
+        let mut ann = Ann {
+            graph,
+            dim,
+            arena: Vec::with_capacity(m.points * dim),
+            rows: BTreeMap::new(),
+            row_ids: Vec::with_capacity(m.points),
+            tombstones: HashSet::new(),
+        };
+        let mut points: Vec<(u64, Vec<f32>)> = ann
+            .graph
+            .get_point_indexation()
+            .into_iter()
+            .map(|p| (p.get_origin_id() as u64, p.get_v().to_vec()))
+            .collect();
+        points.sort_unstable_by_key(|p| p.0);
+        for (id, v) in points {
+            if v.len() != dim {
+                return Err(LoadFailure::Corrupt(format!("point {id} has {} dims", v.len())));
+            }
+            let row = (ann.arena.len() / dim) as u32;
+            ann.arena.extend_from_slice(&v);
+            ann.rows.insert(id, row);
+            ann.row_ids.push(id);
+        }
+        if ann.rows.len() != m.points {
+            return Err(LoadFailure::Corrupt(format!("{} points, manifest says {}", ann.rows.len(), m.points)));
+        }
+        Ok((ann, m.generation))
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| Error::io(path, e))
+}
+
+struct DocFilter<'a> {
+    keep: Option<&'a (dyn Fn(u64) -> bool + Sync)>,
+    tombstones: &'a HashSet<u64>,
+}
+
+impl FilterT for DocFilter<'_> {
+    fn hnsw_filter(&self, id: &usize) -> bool {
+        let doc = (*id as u64) >> 8;
+        !self.tombstones.contains(&doc) && self.keep.is_none_or(|k| k(doc))
+    }
+}
+
+/// The k best documents seen so far; a document's chunks compete for one place.
+struct TopK {
+    k: usize,
+    heap: BinaryHeap<std::cmp::Reverse<Scored>>,
+    best: std::collections::HashMap<u64, f32>,
+}
+
+impl TopK {
+    fn new(k: usize) -> Self {
+        TopK { k, heap: BinaryHeap::with_capacity(k + 1), best: std::collections::HashMap::new() }
+    }
+
+    fn push(&mut self, id: u64, score: f32) {
+        let doc = id >> 8;
+        if self.heap.len() == self.k && self.heap.peek().is_some_and(|r| r.0.0 >= score) {
+            return;
+        }
+        match self.best.get(&doc) {
+            Some(&b) if b >= score => return,
+            Some(_) => self.heap.retain(|r| r.0.1 >> 8 != doc),
+            None => {}
+        }
+        self.best.insert(doc, score);
+        self.heap.push(std::cmp::Reverse(Scored(score, id)));
+        if self.heap.len() > self.k {
+            if let Some(std::cmp::Reverse(Scored(_, gone))) = self.heap.pop() {
+                self.best.remove(&(gone >> 8));
+            }
+        }
+    }
+
+    fn into_sorted(self) -> Vec<(u64, f32)> {
+        let mut out: Vec<(u64, f32)> = self.heap.into_iter().map(|std::cmp::Reverse(Scored(s, id))| (id, s)).collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Scored(f32, u64);
+impl Eq for Scored {}
+impl PartialOrd for Scored {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scored {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0).then(other.1.cmp(&self.1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::normalize;
+
+    fn vecs(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                let mut v: Vec<f32> = (0..dim)
+                    .map(|_| {
+                        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+                    })
+                    .collect();
+                normalize(&mut v);
+                v
+            })
+            .collect()
+    }
+
+    #[test]
+    fn exact_and_graph_agree_and_tombstones_hide() {
+        let v = vecs(500, 32, 1);
+        let mut ann = Ann::new(32, HnswParams::default(), 500);
+        let items: Vec<(u64, &[f32])> = v.iter().enumerate().map(|(i, x)| (data_id(i as u64 + 1, 0), &x[..])).collect();
+        ann.insert(&items);
+        let q = &v[10];
+        let exact = ann.search_exact(q, None, 0, 5);
+        assert_eq!(exact[0].0, data_id(11, 0));
+        let graph = ann.search_graph(q, 5, 64, None);
+        assert_eq!(graph[0].0, data_id(11, 0));
+        ann.tombstone(11);
+        assert_ne!(ann.search_exact(q, None, 0, 5)[0].0, data_id(11, 0));
+        assert!(ann.search_graph(q, 5, 64, None).iter().all(|h| h.0 != data_id(11, 0)));
+        assert_eq!(ann.tombstoned_points(), 1);
+    }
+
+    #[test]
+    fn dump_load_roundtrip_and_corruption_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let gdir = dir.path().join("vectors");
+        let v = vecs(300, 16, 2);
+        let mut ann = Ann::new(16, HnswParams::default(), 300);
+        let items: Vec<(u64, &[f32])> = v.iter().enumerate().map(|(i, x)| (data_id(i as u64 + 1, 0), &x[..])).collect();
+        ann.insert(&items);
+        ann.dump(&gdir, 7).unwrap();
+        let (loaded, generation) = Ann::load(&gdir, 16, HnswParams::default()).unwrap();
+        assert_eq!(generation, 7);
+        assert_eq!(loaded.points(), 300);
+        assert_eq!(loaded.search_exact(&v[3], None, 0, 3), ann.search_exact(&v[3], None, 0, 3));
+        // Truncate the data file: detected before hnsw_rs sees it.
+        let data = gdir.join("graph.hnsw.data");
+        let bytes = std::fs::read(&data).unwrap();
+        std::fs::write(&data, &bytes[..bytes.len() / 3]).unwrap();
+        assert!(matches!(Ann::load(&gdir, 16, HnswParams::default()), Err(LoadFailure::Corrupt(_))));
+        std::fs::remove_dir_all(&gdir).unwrap();
+        assert!(matches!(Ann::load(&gdir, 16, HnswParams::default()), Err(LoadFailure::Missing)));
+    }
+}

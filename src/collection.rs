@@ -1,0 +1,898 @@
+//! A collection: one project's documents in redb, their vectors in an HNSW graph, and the
+//! embedder that fills both. The only place that combines store, ann and embed.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use redb::{
+    Database, MultimapTableHandle, ReadableDatabase, ReadableMultimapTable, ReadableTable, ReadableTableMetadata,
+};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::ann::{self, Ann, HnswParams, LoadFailure};
+use crate::doc::{DocKind, Document};
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::store::tables::*;
+use crate::store::{self, codec};
+
+/// Version of the collection layout (tables, key encodings). Stored in `meta`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Options of a collection. Every field documents its default.
+#[derive(Clone)]
+pub struct CollectionOptions {
+    /// HNSW parameters. Default: [`HnswParams::default`].
+    pub hnsw: HnswParams,
+    /// A filtered search whose candidates hold at most this many documents scans them exactly
+    /// instead of walking the graph. Default: 2,048.
+    pub exact_threshold: usize,
+    /// Rebuild the graph when this share of its vectors belongs to deleted documents.
+    /// Default: 0.25.
+    pub rebuild_tombstone_ratio: f32,
+    /// How long to wait for another process to release the collection before giving up with
+    /// [`Error::InUse`]. Default: 3 s.
+    pub lock_wait: Duration,
+    /// Tokens per chunk when splitting long documents (2 fewer than the model's limit, for its
+    /// special tokens). Default: 254.
+    pub chunk_tokens: usize,
+    /// Tokens shared by consecutive chunks. Default: 32.
+    pub chunk_overlap: usize,
+}
+
+impl Default for CollectionOptions {
+    fn default() -> Self {
+        CollectionOptions {
+            hnsw: HnswParams::default(),
+            exact_threshold: 2048,
+            rebuild_tombstone_ratio: 0.25,
+            lock_wait: Duration::from_secs(3),
+            chunk_tokens: 254,
+            chunk_overlap: 32,
+        }
+    }
+}
+
+impl std::fmt::Debug for CollectionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CollectionOptions")
+            .field("hnsw", &self.hnsw)
+            .field("exact_threshold", &self.exact_threshold)
+            .field("lock_wait", &self.lock_wait)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What happened to the vector index when the collection was opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VectorIndexState {
+    /// The persisted graph matched the store and was loaded as is.
+    Loaded,
+    /// The persisted graph was older than the store; missing vectors were added and deleted
+    /// ones tombstoned.
+    CaughtUp {
+        /// Generation the graph reflected.
+        from_generation: u64,
+        /// Store generation.
+        to_generation: u64,
+        /// Vectors added.
+        added: usize,
+        /// Vectors tombstoned.
+        removed: usize,
+    },
+    /// The graph was rebuilt from the stored vectors.
+    Rebuilt(RebuildReason),
+}
+
+/// Why the graph was rebuilt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RebuildReason {
+    /// New collection, or graph files missing.
+    Missing,
+    /// Graph files unreadable or failing their checksum.
+    Corrupt(String),
+    /// The graph claims a newer generation than the store.
+    Stale {
+        /// Generation of the graph files.
+        graph: u64,
+        /// Generation of the store.
+        store: u64,
+    },
+    /// Too many tombstones.
+    Tombstones,
+}
+
+/// Collection metadata (seed `ConversationIndexMetadata`), kept true by the writers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CollectionMeta {
+    /// Tenant name.
+    pub tenant: String,
+    /// Project name.
+    pub project: String,
+    /// Project path on disk, when known.
+    pub project_path: Option<String>,
+    /// Last successful indexing run (ms since epoch).
+    pub last_indexed_at_ms: Option<i64>,
+}
+
+/// Result of [`Collection::add`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AddReport {
+    /// Documents written.
+    pub documents: usize,
+    /// Of those, documents that replaced one with the same id.
+    pub replaced: usize,
+    /// Vectors written (one per chunk).
+    pub chunks: usize,
+    /// Chunks embedded by the model.
+    pub embedded: usize,
+    /// Chunks whose vector came from the embedding cache.
+    pub cached: usize,
+    /// Store generation after the commit.
+    pub generation: u64,
+}
+
+/// Per-collection counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CollectionStats {
+    /// Distinct sessions.
+    pub sessions: usize,
+    /// Message documents.
+    pub messages: usize,
+    /// Decision documents.
+    pub decisions: usize,
+    /// Summary documents.
+    pub summaries: usize,
+    /// Vectors (chunks) stored.
+    pub chunks: usize,
+    /// Vectors in the graph, deleted ones included.
+    pub graph_points: usize,
+    /// Store generation.
+    pub generation: u64,
+    /// Bytes on disk (redb file and graph files).
+    pub bytes_on_disk: u64,
+}
+
+const META_SCHEMA: &str = "schema_version";
+const META_MODEL: &str = "model_id";
+const META_DIM: &str = "dimension";
+const META_GENERATION: &str = "generation";
+const META_NEXT_ID: &str = "next_doc_id";
+const META_COLLECTION: &str = "collection";
+
+/// One `<tenant>_<project>_conversations` collection. `Send + Sync`: searches run while a batch
+/// is being written (redb MVCC for documents; the graph behind a briefly held lock).
+pub struct Collection {
+    name: String,
+    dir: PathBuf,
+    pub(crate) db: Database,
+    pub(crate) embedder: Arc<dyn Embedder>,
+    pub(crate) ann: RwLock<Ann>,
+    pub(crate) options: CollectionOptions,
+    write_lock: Mutex<()>,
+    dirty: AtomicBool,
+    opened: VectorIndexState,
+    _lock: std::fs::File,
+}
+
+impl std::fmt::Debug for Collection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collection").field("name", &self.name).field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+fn acquire_lock(dir: &Path, wait: Duration) -> Result<std::fs::File> {
+    use std::io::{Read, Seek, Write};
+    let path = dir.join("LOCK");
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    let start = Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                return Err(Error::InUse {
+                    path: dir.to_path_buf(),
+                    holder: if holder.is_empty() { "unknown".into() } else { holder.into() },
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
+        }
+    }
+    let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| write!(file, "{}", std::process::id()));
+    Ok(file)
+}
+
+impl Collection {
+    /// Opens (creating if needed) the collection stored in `dir`.
+    pub(crate) fn open(
+        dir: &Path,
+        name: &str,
+        meta: CollectionMeta,
+        embedder: Arc<dyn Embedder>,
+        options: CollectionOptions,
+    ) -> Result<Collection> {
+        let init = meta.clone();
+        let emb = embedder.clone();
+        Self::open_with(dir, name, meta, embedder, options, move |path| {
+            if !path.exists() {
+                // Create atomically: a fresh database is initialised under another name and
+                // renamed into place, so a crash during creation never leaves a half-written
+                // file that no later open could read.
+                let fresh = path.with_extension("redb.new");
+                let _ = std::fs::remove_file(&fresh);
+                {
+                    let db = Database::builder().create(&fresh)?;
+                    store::create_tables(&db)?;
+                    check_or_init_meta(&db, emb.as_ref(), &init)?;
+                }
+                std::fs::rename(&fresh, path).map_err(|e| Error::io(path, e))?;
+            }
+            Ok(Database::builder().create(path)?)
+        })
+    }
+
+    /// Like [`Collection::open`] on a custom redb storage backend (fault injection, memory).
+    #[doc(hidden)]
+    pub fn open_with_backend<B: redb::StorageBackend>(
+        dir: &Path,
+        meta: CollectionMeta,
+        embedder: Arc<dyn Embedder>,
+        options: CollectionOptions,
+        backend: B,
+    ) -> Result<Collection> {
+        let name = format!("{}_{}_conversations", meta.tenant, meta.project);
+        let mut backend = Some(backend);
+        Self::open_with(dir, &name, meta, embedder, options, move |_| {
+            let b = backend.take().expect("backend used once");
+            Ok(Database::builder().create_with_backend(b)?)
+        })
+    }
+
+    fn open_with(
+        dir: &Path,
+        name: &str,
+        meta: CollectionMeta,
+        embedder: Arc<dyn Embedder>,
+        options: CollectionOptions,
+        make_db: impl FnOnce(&Path) -> Result<Database>,
+    ) -> Result<Collection> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let lock = acquire_lock(dir, options.lock_wait)?;
+        let db = match make_db(&dir.join("data.redb")) {
+            Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) => {
+                return Err(Error::InUse { path: dir.to_path_buf(), holder: "unknown".into() });
+            }
+            other => other?,
+        };
+        store::create_tables(&db)?;
+        check_or_init_meta(&db, embedder.as_ref(), &meta)?;
+        let generation = read_generation(&db)?;
+        let vdir = dir.join("vectors");
+        let dim = embedder.dim();
+        let (ann, opened) = match Ann::load(&vdir, dim, options.hnsw) {
+            Ok((_, g)) if g > generation => (
+                rebuild(&db, dim, options.hnsw)?,
+                VectorIndexState::Rebuilt(RebuildReason::Stale { graph: g, store: generation }),
+            ),
+            Ok((mut ann, g)) => {
+                let (added, removed) = reconcile(&db, &mut ann)?;
+                if g == generation && added == 0 && removed == 0 {
+                    (ann, VectorIndexState::Loaded)
+                } else {
+                    (ann, VectorIndexState::CaughtUp { from_generation: g, to_generation: generation, added, removed })
+                }
+            }
+            Err(LoadFailure::Missing) => {
+                (rebuild(&db, dim, options.hnsw)?, VectorIndexState::Rebuilt(RebuildReason::Missing))
+            }
+            Err(LoadFailure::Corrupt(why)) => {
+                (rebuild(&db, dim, options.hnsw)?, VectorIndexState::Rebuilt(RebuildReason::Corrupt(why)))
+            }
+        };
+        let coll = Collection {
+            name: name.to_string(),
+            dir: dir.to_path_buf(),
+            db,
+            embedder,
+            ann: RwLock::new(ann),
+            options,
+            write_lock: Mutex::new(()),
+            dirty: AtomicBool::new(false),
+            opened,
+            _lock: lock,
+        };
+        if coll.opened != VectorIndexState::Loaded {
+            coll.dirty.store(true, Ordering::SeqCst);
+            coll.flush()?;
+        }
+        Ok(coll)
+    }
+
+    /// `<tenant>_<project>_conversations`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The collection's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// What happened to the vector index on open.
+    pub fn vector_index_state(&self) -> &VectorIndexState {
+        &self.opened
+    }
+
+    /// The embedder in use.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// Collection metadata.
+    pub fn meta(&self) -> Result<CollectionMeta> {
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(META)?;
+        match t.get(META_COLLECTION)? {
+            Some(v) => codec::decode("collection metadata", v.value()),
+            None => Ok(CollectionMeta::default()),
+        }
+    }
+
+    /// Updates the collection metadata in its own transaction.
+    pub fn update_meta(&self, f: impl FnOnce(&mut CollectionMeta)) -> Result<()> {
+        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = self.db.begin_write()?;
+        {
+            let mut t = tx.open_table(META)?;
+            let mut meta: CollectionMeta = match t.get(META_COLLECTION)? {
+                Some(v) => codec::decode("collection metadata", v.value())?,
+                None => CollectionMeta::default(),
+            };
+            f(&mut meta);
+            t.insert(META_COLLECTION, codec::encode(&meta).as_slice())?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Adds (or replaces, by id) a batch of documents in one write transaction: after it
+    /// returns the batch survives a crash; if it fails, none of it exists.
+    pub fn add(&self, docs: &[Document]) -> Result<AddReport> {
+        let mut report = AddReport::default();
+        if docs.is_empty() {
+            report.generation = read_generation(&self.db)?;
+            return Ok(report);
+        }
+        // 1. Chunk and embed outside any lock (cache first).
+        let prepared = self.prepare(docs, &mut report)?;
+        self.commit_prepared(docs, prepared, report)
+    }
+
+    /// Adds (or replaces) documents whose vectors were computed elsewhere, one unit vector of
+    /// the collection's dimension per document (a single chunk). Same transaction contract as
+    /// [`Collection::add`]. Used for bulk loads and benchmarks.
+    pub fn add_embedded(&self, docs: &[Document], vectors: &[Vec<f32>]) -> Result<AddReport> {
+        if docs.len() != vectors.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} documents but {} vectors; give one vector per document",
+                docs.len(),
+                vectors.len()
+            )));
+        }
+        let dim = self.embedder.dim();
+        let mut prepared = Vec::with_capacity(docs.len());
+        for v in vectors {
+            if v.len() != dim {
+                return Err(Error::DimensionMismatch { expected: dim, got: v.len() });
+            }
+            let mut v = v.clone();
+            crate::embed::normalize(&mut v);
+            prepared.push(vec![(0u128, v, false)]);
+        }
+        self.commit_prepared(docs, prepared, AddReport::default())
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn commit_prepared(
+        &self,
+        docs: &[Document],
+        prepared: Vec<Vec<(u128, Vec<f32>, bool)>>,
+        mut report: AddReport,
+    ) -> Result<AddReport> {
+        if docs.is_empty() {
+            report.generation = read_generation(&self.db)?;
+            return Ok(report);
+        }
+        // 2. One write transaction.
+        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = self.db.begin_write()?;
+        let mut replaced_ids = Vec::new();
+        let mut new_vectors: Vec<(u64, Vec<f32>)> = Vec::new();
+        let generation;
+        {
+            let mut meta = tx.open_table(META)?;
+            let mut next_id = get_u64(&meta, META_NEXT_ID)?.unwrap_or(1);
+            let uuids = tx.open_table(UUIDS)?;
+            let mut old = Vec::new();
+            for doc in docs {
+                if let Some(id) = uuids.get(doc.id.as_u128())? {
+                    old.push(id.value());
+                }
+            }
+            drop(uuids);
+            for id in old {
+                if store::remove_document(&tx, id)?.is_some() {
+                    replaced_ids.push(id);
+                }
+            }
+            let mut vectors = tx.open_table(VECTORS)?;
+            let mut cache = tx.open_table(EMBED_CACHE)?;
+            // The same id twice in one batch: the last one wins.
+            let last: HashMap<Uuid, usize> = docs.iter().enumerate().map(|(i, d)| (d.id, i)).collect();
+            for (i, (doc, chunks)) in docs.iter().zip(prepared).enumerate() {
+                if last[&doc.id] != i {
+                    continue;
+                }
+                let id = next_id;
+                next_id += 1;
+                store::put_document(&tx, id, doc)?;
+                for (c, (key, v, fresh)) in chunks.into_iter().enumerate() {
+                    let did = ann::data_id(id, c as u64);
+                    let bytes = codec::vector_bytes(&v);
+                    vectors.insert(did, bytes.as_slice())?;
+                    if fresh {
+                        cache.insert(key, bytes.as_slice())?;
+                    }
+                    new_vectors.push((did, v));
+                }
+            }
+            report.documents = last.len();
+            report.replaced = replaced_ids.len();
+            report.chunks = new_vectors.len();
+            meta.insert(META_NEXT_ID, next_id.to_le_bytes().as_slice())?;
+            generation = get_u64(&meta, META_GENERATION)?.unwrap_or(0) + 1;
+            meta.insert(META_GENERATION, generation.to_le_bytes().as_slice())?;
+        }
+        tx.commit()?;
+        report.generation = generation;
+        // 3. The graph follows the committed store.
+        {
+            let mut ann = self.ann.write().unwrap_or_else(|e| e.into_inner());
+            for id in &replaced_ids {
+                ann.tombstone(*id);
+            }
+            let items: Vec<(u64, &[f32])> = new_vectors.iter().map(|(id, v)| (*id, v.as_slice())).collect();
+            ann.insert(&items);
+        }
+        self.dirty.store(true, Ordering::SeqCst);
+        self.maybe_rebuild_locked()?;
+        Ok(report)
+    }
+
+    /// Chunks each document and finds or computes each chunk's vector.
+    /// Returns per document: (cache key, vector, freshly embedded).
+    #[allow(clippy::type_complexity)]
+    fn prepare(&self, docs: &[Document], report: &mut AddReport) -> Result<Vec<Vec<(u128, Vec<f32>, bool)>>> {
+        let model = self.embedder.model_id().to_string();
+        let mut texts: Vec<Vec<(u128, String)>> = Vec::with_capacity(docs.len());
+        for doc in docs {
+            if doc.content.trim().is_empty() {
+                texts.push(Vec::new());
+                continue;
+            }
+            let offsets = self.embedder.token_offsets(&doc.content);
+            let ranges = crate::chunk::split(
+                &doc.content,
+                &offsets,
+                self.options.chunk_tokens,
+                self.options.chunk_overlap,
+                ann::MAX_CHUNKS as usize,
+            );
+            texts.push(
+                ranges
+                    .into_iter()
+                    .map(|(a, b)| {
+                        let t = doc.content[a..b].to_string();
+                        (cache_key(&model, &t), t)
+                    })
+                    .collect(),
+            );
+        }
+        let mut found: HashMap<u128, Vec<f32>> = HashMap::new();
+        {
+            let tx = self.db.begin_read()?;
+            let cache = tx.open_table(EMBED_CACHE)?;
+            for (key, _) in texts.iter().flatten() {
+                if found.contains_key(key) {
+                    continue;
+                }
+                if let Some(v) = cache.get(*key)? {
+                    let v = codec::vector_from_bytes(v.value())?;
+                    if v.len() == self.embedder.dim() {
+                        found.insert(*key, v);
+                    }
+                }
+            }
+        }
+        let cached_keys: std::collections::HashSet<u128> = found.keys().copied().collect();
+        let mut todo: Vec<(u128, &str)> = Vec::new();
+        let mut queued = std::collections::HashSet::new();
+        for (key, t) in texts.iter().flatten() {
+            if !found.contains_key(key) && queued.insert(*key) {
+                todo.push((*key, t.as_str()));
+            }
+        }
+        if !todo.is_empty() {
+            let strs: Vec<&str> = todo.iter().map(|(_, t)| *t).collect();
+            let vecs = self.embedder.embed(&strs)?;
+            for ((key, _), v) in todo.iter().zip(vecs) {
+                if v.len() != self.embedder.dim() {
+                    return Err(Error::DimensionMismatch { expected: self.embedder.dim(), got: v.len() });
+                }
+                found.insert(*key, v);
+            }
+        }
+        report.embedded = todo.len();
+        let mut out = Vec::with_capacity(texts.len());
+        for chunks in texts {
+            let mut per = Vec::with_capacity(chunks.len());
+            for (key, _) in chunks {
+                let v = found[&key].clone();
+                let fresh = !cached_keys.contains(&key);
+                if !fresh {
+                    report.cached += 1;
+                }
+                per.push((key, v, fresh));
+            }
+            out.push(per);
+        }
+        Ok(out)
+    }
+
+    /// Deletes every document of a session (one transaction). Returns how many were deleted.
+    pub fn delete_session(&self, session_id: &str) -> Result<usize> {
+        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = self.db.begin_write()?;
+        let ids: Vec<u64> = {
+            let idx = tx.open_multimap_table(IDX_SESSION)?;
+            idx.get(session_id)?.map(|v| v.map(|v| v.value())).collect::<std::result::Result<_, _>>()?
+        };
+        self.delete_ids_in(tx, ids)
+    }
+
+    /// Deletes documents by id (one transaction). Returns how many existed.
+    pub fn delete(&self, ids: &[Uuid]) -> Result<usize> {
+        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = self.db.begin_write()?;
+        let internal: Vec<u64> = {
+            let t = tx.open_table(UUIDS)?;
+            let mut v = Vec::new();
+            for id in ids {
+                if let Some(i) = t.get(id.as_u128())? {
+                    v.push(i.value());
+                }
+            }
+            v
+        };
+        self.delete_ids_in(tx, internal)
+    }
+
+    fn delete_ids_in(&self, tx: redb::WriteTransaction, ids: Vec<u64>) -> Result<usize> {
+        let mut n = 0;
+        for id in &ids {
+            if store::remove_document(&tx, *id)?.is_some() {
+                n += 1;
+            }
+        }
+        if n > 0 {
+            let mut meta = tx.open_table(META)?;
+            let g = get_u64(&meta, META_GENERATION)?.unwrap_or(0) + 1;
+            meta.insert(META_GENERATION, g.to_le_bytes().as_slice())?;
+        }
+        tx.commit()?;
+        if n > 0 {
+            let mut ann = self.ann.write().unwrap_or_else(|e| e.into_inner());
+            for id in &ids {
+                ann.tombstone(*id);
+            }
+            drop(ann);
+            self.dirty.store(true, Ordering::SeqCst);
+            self.maybe_rebuild_locked()?;
+        }
+        Ok(n)
+    }
+
+    /// Rebuilds the graph when tombstones pass the threshold. The caller holds the write lock,
+    /// so the store cannot change meanwhile; searches keep using the old graph until the swap.
+    fn maybe_rebuild_locked(&self) -> Result<()> {
+        let (dead, total) = {
+            let ann = self.ann.read().unwrap_or_else(|e| e.into_inner());
+            (ann.tombstoned_points(), ann.points())
+        };
+        if total > 0 && dead as f32 / total as f32 > self.options.rebuild_tombstone_ratio {
+            let fresh = rebuild(&self.db, self.embedder.dim(), self.options.hnsw)?;
+            *self.ann.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+            self.dirty.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the graph from the stored vectors now.
+    pub fn rebuild_vector_index(&self) -> Result<()> {
+        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = rebuild(&self.db, self.embedder.dim(), self.options.hnsw)?;
+        *self.ann.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        self.dirty.store(true, Ordering::SeqCst);
+        drop(_w);
+        self.flush()
+    }
+
+    /// Persists the graph if it changed since the last flush (also done on drop).
+    pub fn flush(&self) -> Result<()> {
+        if !self.dirty.swap(false, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = read_generation(&self.db)?;
+        let ann = self.ann.read().unwrap_or_else(|e| e.into_inner());
+        let res = ann.dump(&self.dir.join("vectors"), generation);
+        if res.is_err() {
+            self.dirty.store(true, Ordering::SeqCst);
+        }
+        res
+    }
+
+    /// One document by id.
+    pub fn get(&self, id: Uuid) -> Result<Option<Document>> {
+        let tx = self.db.begin_read()?;
+        let Some(internal) = tx.open_table(UUIDS)?.get(id.as_u128())?.map(|v| v.value()) else {
+            return Ok(None);
+        };
+        get_doc(&tx.open_table(DOCS)?, internal)
+    }
+
+    /// Every document of a session, in session order (messages by index, then decisions, then
+    /// the summary).
+    pub fn session_documents(&self, session_id: &str) -> Result<Vec<Document>> {
+        let tx = self.db.begin_read()?;
+        let idx = tx.open_multimap_table(IDX_SESSION)?;
+        let docs = tx.open_table(DOCS)?;
+        let mut out = Vec::new();
+        for id in idx.get(session_id)? {
+            if let Some(d) = get_doc(&docs, id?.value())? {
+                out.push(d);
+            }
+        }
+        out.sort_by_key(|d| d.order_key());
+        Ok(out)
+    }
+
+    /// Session ids present in the collection, sorted.
+    pub fn sessions(&self) -> Result<Vec<String>> {
+        let tx = self.db.begin_read()?;
+        let idx = tx.open_multimap_table(IDX_SESSION)?;
+        let mut out = Vec::new();
+        for entry in idx.iter()? {
+            let (k, _) = entry?;
+            out.push(k.value().to_string());
+        }
+        Ok(out)
+    }
+
+    /// Every document of one kind (unordered).
+    pub fn documents_of_kind(&self, kind: DocKind) -> Result<Vec<Document>> {
+        let tx = self.db.begin_read()?;
+        let idx = tx.open_multimap_table(IDX_KIND)?;
+        let docs = tx.open_table(DOCS)?;
+        let mut out = Vec::new();
+        for id in idx.get(kind.code())? {
+            if let Some(d) = get_doc(&docs, id?.value())? {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Counts and sizes.
+    pub fn stats(&self) -> Result<CollectionStats> {
+        let tx = self.db.begin_read()?;
+        let kinds = tx.open_multimap_table(IDX_KIND)?;
+        let count = |k: DocKind| -> Result<usize> { Ok(kinds.get(k.code())?.len() as usize) };
+        let sessions = tx.open_multimap_table(IDX_SESSION)?.iter()?.count();
+        let ann = self.ann.read().unwrap_or_else(|e| e.into_inner());
+        let bytes_on_disk = dir_size(&self.dir);
+        Ok(CollectionStats {
+            sessions,
+            messages: count(DocKind::Message)?,
+            decisions: count(DocKind::Decision)?,
+            summaries: count(DocKind::Summary)?,
+            chunks: tx.open_table(VECTORS)?.len()? as usize,
+            graph_points: ann.points(),
+            generation: get_u64(&tx.open_table(META)?, META_GENERATION)?.unwrap_or(0),
+            bytes_on_disk,
+        })
+    }
+
+    /// Number of live documents.
+    pub fn len(&self) -> Result<usize> {
+        let tx = self.db.begin_read()?;
+        Ok(tx.open_table(DOCS)?.len()? as usize)
+    }
+
+    /// True when the collection holds no document.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Store generation (incremented by every committed write).
+    pub fn generation(&self) -> Result<u64> {
+        read_generation(&self.db)
+    }
+
+    /// Marks the last indexing time in the metadata.
+    pub fn touch_indexed_at(&self, at: DateTime<Utc>) -> Result<()> {
+        self.update_meta(|m| m.last_indexed_at_ms = Some(at.timestamp_millis()))
+    }
+}
+
+impl Drop for Collection {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// Names of the multimap indexes, for docs and debugging.
+#[allow(dead_code)]
+pub(crate) fn index_names() -> Vec<&'static str> {
+    vec![IDX_KIND.name(), IDX_TAG.name(), IDX_DOMAIN.name(), IDX_SESSION.name(), IDX_FILE.name(), IDX_TIME.name()]
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => total += dir_size(&e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+pub(crate) fn cache_key(model: &str, text: &str) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(model.as_bytes());
+    h.update(&[0]);
+    h.update(text.as_bytes());
+    h.digest128()
+}
+
+pub(crate) fn get_doc(docs: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> Result<Option<Document>> {
+    match docs.get(id)? {
+        Some(v) => Ok(Some(codec::decode("document", v.value())?)),
+        None => Ok(None),
+    }
+}
+
+fn get_u64(t: &impl ReadableTable<&'static str, &'static [u8]>, key: &str) -> Result<Option<u64>> {
+    Ok(t.get(key)?.and_then(|v| v.value().try_into().ok().map(u64::from_le_bytes)))
+}
+
+fn read_generation(db: &Database) -> Result<u64> {
+    let tx = db.begin_read()?;
+    Ok(get_u64(&tx.open_table(META)?, META_GENERATION)?.unwrap_or(0))
+}
+
+fn check_or_init_meta(db: &Database, embedder: &dyn Embedder, meta: &CollectionMeta) -> Result<()> {
+    let tx = db.begin_write()?;
+    {
+        let mut t = tx.open_table(META)?;
+        let schema = t.get(META_SCHEMA)?.map(|v| v.value().to_vec());
+        match schema {
+            None => {
+                t.insert(META_SCHEMA, SCHEMA_VERSION.to_le_bytes().as_slice())?;
+                t.insert(META_MODEL, embedder.model_id().as_bytes())?;
+                t.insert(META_DIM, (embedder.dim() as u64).to_le_bytes().as_slice())?;
+                t.insert(META_GENERATION, 0u64.to_le_bytes().as_slice())?;
+                t.insert(META_NEXT_ID, 1u64.to_le_bytes().as_slice())?;
+                t.insert(META_COLLECTION, codec::encode(meta).as_slice())?;
+            }
+            Some(bytes) => {
+                let found = bytes.as_slice().try_into().map(u32::from_le_bytes).unwrap_or(u32::MAX);
+                if found != SCHEMA_VERSION {
+                    return Err(Error::FormatVersion { what: "collection", found, supported: SCHEMA_VERSION });
+                }
+                let stored =
+                    t.get(META_MODEL)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default();
+                let stored_dim = get_u64(&t, META_DIM)?.unwrap_or(0) as usize;
+                if stored != embedder.model_id() || stored_dim != embedder.dim() {
+                    return Err(Error::ModelMismatch {
+                        stored,
+                        stored_dim,
+                        configured: embedder.model_id().to_string(),
+                        configured_dim: embedder.dim(),
+                    });
+                }
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Every stored vector id, sorted.
+fn stored_ids(db: &Database) -> Result<Vec<u64>> {
+    let tx = db.begin_read()?;
+    let t = tx.open_table(VECTORS)?;
+    let mut out = Vec::with_capacity(t.len()? as usize);
+    for e in t.iter()? {
+        out.push(e?.0.value());
+    }
+    Ok(out)
+}
+
+fn read_vectors(db: &Database, ids: &[u64]) -> Result<Vec<(u64, Vec<f32>)>> {
+    let tx = db.begin_read()?;
+    let t = tx.open_table(VECTORS)?;
+    let mut out = Vec::with_capacity(ids.len());
+    for &id in ids {
+        if let Some(v) = t.get(id)? {
+            out.push((id, codec::vector_from_bytes(v.value())?));
+        }
+    }
+    Ok(out)
+}
+
+fn rebuild(db: &Database, dim: usize, params: HnswParams) -> Result<Ann> {
+    let tx = db.begin_read()?;
+    let t = tx.open_table(VECTORS)?;
+    let mut all = Vec::with_capacity(t.len()? as usize);
+    for e in t.iter()? {
+        let (k, v) = e?;
+        all.push((k.value(), codec::vector_from_bytes(v.value())?));
+    }
+    let mut ann = Ann::new(dim, params, all.len());
+    let items: Vec<(u64, &[f32])> = all.iter().map(|(id, v)| (*id, v.as_slice())).collect();
+    ann.insert(&items);
+    Ok(ann)
+}
+
+/// Brings a loaded graph in line with the store. Returns (added, tombstoned documents).
+fn reconcile(db: &Database, ann: &mut Ann) -> Result<(usize, usize)> {
+    let stored = stored_ids(db)?;
+    let missing: Vec<u64> = stored.iter().copied().filter(|id| !ann.contains(*id)).collect();
+    let stored_docs: std::collections::HashSet<u64> = stored.iter().map(|id| id >> 8).collect();
+    let extra: std::collections::BTreeSet<u64> =
+        ann.data_ids().filter(|id| stored.binary_search(id).is_err()).map(|id| id >> 8).collect();
+    let mut removed = 0;
+    for doc in extra {
+        // A document whose id is in the store keeps its live vectors; only gone ones are buried.
+        if !stored_docs.contains(&doc) {
+            ann.tombstone(doc);
+            removed += 1;
+        }
+    }
+    let vecs = read_vectors(db, &missing)?;
+    let items: Vec<(u64, &[f32])> = vecs.iter().map(|(id, v)| (*id, v.as_slice())).collect();
+    ann.insert(&items);
+    Ok((vecs.len(), removed))
+}

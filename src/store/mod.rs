@@ -1,0 +1,82 @@
+//! redb adapter: table definitions, the record codec, and index maintenance for one document.
+
+pub(crate) mod codec;
+pub(crate) mod tables;
+
+use redb::{ReadableDatabase, ReadableTable, WriteTransaction};
+
+use crate::doc::Document;
+use crate::error::Result;
+use tables::*;
+
+/// Writes a document and all its secondary-index entries under internal id `id`.
+pub(crate) fn put_document(tx: &WriteTransaction, id: u64, doc: &Document) -> Result<()> {
+    tx.open_table(DOCS)?.insert(id, codec::encode(doc).as_slice())?;
+    tx.open_table(UUIDS)?.insert(doc.id.as_u128(), id)?;
+    tx.open_multimap_table(IDX_KIND)?.insert(doc.kind().code(), id)?;
+    tx.open_multimap_table(IDX_SESSION)?.insert(doc.session_id.as_str(), id)?;
+    tx.open_multimap_table(IDX_TIME)?.insert(doc.timestamp.timestamp_millis(), id)?;
+    let mut tags = tx.open_multimap_table(IDX_TAG)?;
+    for t in &doc.tags {
+        tags.insert(t.as_str(), id)?;
+    }
+    if let Some(d) = &doc.domain {
+        tx.open_multimap_table(IDX_DOMAIN)?.insert(d.as_str(), id)?;
+    }
+    let mut files = tx.open_multimap_table(IDX_FILE)?;
+    for f in &doc.files_discussed {
+        files.insert(f.path.as_str(), id)?;
+    }
+    Ok(())
+}
+
+/// Removes a document, its index entries and its vectors. Returns the removed document.
+pub(crate) fn remove_document(tx: &WriteTransaction, id: u64) -> Result<Option<Document>> {
+    let Some(bytes) = tx.open_table(DOCS)?.remove(id)?.map(|v| v.value().to_vec()) else {
+        return Ok(None);
+    };
+    let doc: Document = codec::decode("document", &bytes)?;
+    tx.open_table(UUIDS)?.remove(doc.id.as_u128())?;
+    tx.open_multimap_table(IDX_KIND)?.remove(doc.kind().code(), id)?;
+    tx.open_multimap_table(IDX_SESSION)?.remove(doc.session_id.as_str(), id)?;
+    tx.open_multimap_table(IDX_TIME)?.remove(doc.timestamp.timestamp_millis(), id)?;
+    let mut tags = tx.open_multimap_table(IDX_TAG)?;
+    for t in &doc.tags {
+        tags.remove(t.as_str(), id)?;
+    }
+    if let Some(d) = &doc.domain {
+        tx.open_multimap_table(IDX_DOMAIN)?.remove(d.as_str(), id)?;
+    }
+    let mut files = tx.open_multimap_table(IDX_FILE)?;
+    for f in &doc.files_discussed {
+        files.remove(f.path.as_str(), id)?;
+    }
+    let mut vectors = tx.open_table(VECTORS)?;
+    let keys: Vec<u64> = vectors
+        .range(crate::ann::data_id(id, 0)..crate::ann::data_id(id + 1, 0))?
+        .map(|r| r.map(|(k, _)| k.value()))
+        .collect::<std::result::Result<_, _>>()?;
+    for k in keys {
+        vectors.remove(k)?;
+    }
+    Ok(Some(doc))
+}
+
+/// Creates every table so that read transactions never meet a missing one.
+pub(crate) fn create_tables(db: &redb::Database) -> Result<()> {
+    let tx = db.begin_write()?;
+    tx.open_table(META)?;
+    tx.open_table(DOCS)?;
+    tx.open_table(UUIDS)?;
+    tx.open_table(VECTORS)?;
+    tx.open_table(EMBED_CACHE)?;
+    tx.open_table(SESSIONS)?;
+    for t in [IDX_TAG, IDX_DOMAIN, IDX_SESSION, IDX_FILE] {
+        tx.open_multimap_table(t)?;
+    }
+    tx.open_multimap_table(IDX_KIND)?;
+    tx.open_multimap_table(IDX_TIME)?;
+    tx.commit()?;
+    let _ = db.begin_read()?;
+    Ok(())
+}

@@ -1,0 +1,338 @@
+//! The core engine: filtered-search recall against exact search, persistence, crash safety,
+//! isolation, concurrency and input validation.
+
+use std::sync::Arc;
+
+use convdex::{CollectionOptions, DocKind, Error, PlanPath, RebuildReason, VectorIndexState};
+
+use crate::common::{clustered_vectors, doc, hash_index};
+
+fn recall(graph: &[uuid::Uuid], exact: &[uuid::Uuid]) -> f32 {
+    if exact.is_empty() {
+        return 1.0;
+    }
+    graph.iter().filter(|id| exact.contains(id)).count() as f32 / exact.len() as f32
+}
+
+/// ≥ 20,000 documents, filters of selectivity 0.1 %, 1 %, 10 %, 50 % and 100 %: recall@10 of
+/// the planned search against `.exact(true)` is at least 0.95 at every selectivity, and the
+/// plan is the one the threshold prescribes.
+#[test]
+fn filtered_recall_at_every_selectivity() {
+    const N: usize = 20_000;
+    const SEED: u64 = 0x5EED_2026;
+    println!("seed = {SEED:#x}, n = {N}");
+    let dir = tempfile::tempdir().unwrap();
+    let opts = CollectionOptions::default();
+    let threshold = opts.exact_threshold;
+    let index = hash_index(dir.path(), opts);
+    let coll = index.collection("t", "recall").unwrap();
+    let vectors = clustered_vectors(N + 50, 384, 200, SEED);
+    let (docs_v, queries) = vectors.split_at(N);
+    let docs: Vec<_> = (0..N as u64)
+        .map(|i| {
+            let mut tags = vec!["p100"];
+            for (m, t) in [(2, "p50"), (10, "p10"), (100, "p1"), (1000, "p01")] {
+                if i % m == 0 {
+                    tags.push(t);
+                }
+            }
+            doc(&format!("s{}", i % 50), i, &format!("doc {i}"), &tags, 1_700_000_000_000 + i as i64)
+        })
+        .collect();
+    for (d, v) in docs.chunks(5000).zip(docs_v.chunks(5000)) {
+        coll.add_embedded(d, v).unwrap();
+    }
+    for (tag, expected) in [("p01", 20usize), ("p1", 200), ("p10", 2000), ("p50", 10_000), ("all", N)] {
+        let mut total = 0.0;
+        let mut forced = 0.0;
+        let mut path = None;
+        for q in queries {
+            let build = |exact: Option<bool>| {
+                let mut s = coll.search_vector(q.clone()).limit(10);
+                if let Some(e) = exact {
+                    s = s.exact(e);
+                }
+                if tag == "all" { s } else { s.tags_any([tag]) }
+            };
+            let planned = build(None).run().unwrap();
+            let exact = build(Some(true)).run().unwrap();
+            let graph = build(Some(false)).run().unwrap();
+            assert_eq!(planned.plan.candidates, expected, "{tag}");
+            assert_eq!(exact.plan.path, PlanPath::Exact);
+            let ids = |h: &convdex::Hits| h.iter().map(|h| h.doc.id).collect::<Vec<_>>();
+            total += recall(&ids(&planned), &ids(&exact));
+            forced += recall(&ids(&graph), &ids(&exact));
+            path = Some(planned.plan.path);
+            if tag != "all" {
+                assert!(planned.iter().all(|h| h.doc.tags.iter().any(|t| t == tag)), "filter leaked");
+            }
+        }
+        let r = total / queries.len() as f32;
+        let path = path.unwrap();
+        let f = forced / queries.len() as f32;
+        println!(
+            "selectivity {tag:>4}: candidates {expected:>6}, plan {path:?}, recall@10 {r:.3} (graph forced: {f:.3})"
+        );
+        if expected <= threshold {
+            assert_eq!(path, PlanPath::Exact, "{tag}");
+        } else {
+            assert!(matches!(path, PlanPath::Graph { .. }), "{tag}: {path:?}");
+        }
+        assert!(r >= 0.95, "recall@10 {r} at {tag}");
+    }
+}
+
+fn top_ids(coll: &convdex::Collection, queries: &[Vec<f32>]) -> Vec<Vec<uuid::Uuid>> {
+    queries
+        .iter()
+        .map(|q| coll.search_vector(q.clone()).limit(10).ef(400).run().unwrap().iter().map(|h| h.doc.id).collect())
+        .collect()
+}
+
+/// Reopen loads the graph (no rebuild) and answers identically; deleted or truncated graph
+/// files trigger a rebuild, reported as such, with identical answers.
+#[test]
+fn persistence_reload_and_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = CollectionOptions { exact_threshold: 0, ..Default::default() };
+    let vectors = clustered_vectors(3030, 384, 60, 7);
+    let (docs_v, queries) = vectors.split_at(3000);
+    let docs: Vec<_> = (0..3000u64).map(|i| doc("s", i, &format!("d{i}"), &[], i as i64)).collect();
+    let before = {
+        let index = hash_index(dir.path(), opts.clone());
+        let coll = index.collection("t", "p").unwrap();
+        assert_eq!(coll.vector_index_state(), &VectorIndexState::Rebuilt(RebuildReason::Missing));
+        coll.add_embedded(&docs, docs_v).unwrap();
+        top_ids(&coll, queries)
+    };
+    let cdir = dir.path().join("t_p_conversations");
+    {
+        let index = hash_index(dir.path(), opts.clone());
+        let coll = index.collection("t", "p").unwrap();
+        assert_eq!(coll.vector_index_state(), &VectorIndexState::Loaded);
+        assert!(matches!(top_ids(&coll, queries)[0..1], [_]));
+        assert_eq!(top_ids(&coll, queries), before);
+    }
+    std::fs::remove_dir_all(cdir.join("vectors")).unwrap();
+    {
+        let index = hash_index(dir.path(), opts.clone());
+        let coll = index.collection("t", "p").unwrap();
+        assert_eq!(coll.vector_index_state(), &VectorIndexState::Rebuilt(RebuildReason::Missing));
+        assert_eq!(top_ids(&coll, queries), before);
+    }
+    let graph = cdir.join("vectors").join("graph.hnsw.graph");
+    let len = std::fs::metadata(&graph).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&graph).unwrap().set_len(len / 2).unwrap();
+    {
+        let index = hash_index(dir.path(), opts);
+        let coll = index.collection("t", "p").unwrap();
+        assert!(matches!(coll.vector_index_state(), VectorIndexState::Rebuilt(RebuildReason::Corrupt(_))));
+        assert_eq!(top_ids(&coll, queries), before);
+    }
+}
+
+/// A graph older than the store (a crash between commit and dump) is caught up on open.
+#[test]
+fn stale_graph_is_caught_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let cdir = dir.path().join("t_p_conversations");
+    let saved = dir.path().join("saved-vectors");
+    {
+        let index = hash_index(dir.path(), CollectionOptions::default());
+        let coll = index.collection("t", "p").unwrap();
+        coll.add(&[doc("a", 0, "first batch alpha", &[], 0)]).unwrap();
+        coll.flush().unwrap();
+        copy_dir(&cdir.join("vectors"), &saved);
+        coll.add(&[doc("b", 0, "second batch beta", &[], 1)]).unwrap();
+        coll.delete_session("a").unwrap();
+    }
+    std::fs::remove_dir_all(cdir.join("vectors")).unwrap();
+    copy_dir(&saved, &cdir.join("vectors"));
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let coll = index.collection("t", "p").unwrap();
+    match coll.vector_index_state() {
+        VectorIndexState::CaughtUp { added, removed, .. } => assert_eq!((*added, *removed), (1, 1)),
+        other => panic!("expected CaughtUp, got {other:?}"),
+    }
+    let hits = coll.search("alpha beta").exact(false).run().unwrap();
+    assert_eq!(hits.iter().map(|h| h.doc.session_id.as_str()).collect::<Vec<_>>(), ["b"]);
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn collections_are_isolated_and_names_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let a = index.collection("alice", "alpha").unwrap();
+    let b = index.collection("alice", "beta").unwrap();
+    a.add(&[doc("s1", 0, "postgres connection pool exhausted", &[], 0)]).unwrap();
+    b.add(&[doc("s2", 0, "postgres connection pool exhausted again", &[], 0)]).unwrap();
+    for (coll, session) in [(&a, "s1"), (&b, "s2")] {
+        let hits = coll.search("postgres pool").exact(true).run().unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].doc.session_id, session);
+    }
+    let names: Vec<String> = index.collections().unwrap().into_iter().map(|c| c.name).collect();
+    assert_eq!(names, ["alice_alpha_conversations", "alice_beta_conversations"]);
+    for (t, p) in [("", "x"), ("..", "x"), ("a", "b/c"), ("a b", "x"), ("a", "../etc")] {
+        assert!(matches!(index.collection(t, p), Err(Error::InvalidName { .. })), "{t:?} {p:?}");
+    }
+    // Upper case is folded, not rejected.
+    assert_eq!(index.collection("Alice", "Alpha").unwrap().name(), "alice_alpha_conversations");
+}
+
+#[test]
+fn invalid_queries_are_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let c = index.collection("t", "p").unwrap();
+    assert!(matches!(c.search("   ").run(), Err(Error::EmptyQuery)));
+    assert!(matches!(c.search("x").limit(0).run(), Err(Error::ZeroLimit)));
+    let (a, b) = (chrono::Utc::now(), chrono::Utc::now() - chrono::Duration::days(1));
+    let err = c.search("x").since(a).until(b).run().unwrap_err();
+    assert!(matches!(err, Error::InvertedTimeRange { .. }));
+    assert!(err.to_string().contains("swap"), "{err}");
+    assert!(matches!(c.search_vector(vec![0.0; 3]).run(), Err(Error::DimensionMismatch { expected: 384, got: 3 })));
+    assert!(matches!(c.search("x").file("").run(), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
+fn every_filter_applies_and_sessions_list_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let c = index.collection("t", "p").unwrap();
+    let mut docs = Vec::new();
+    for i in 0..40u64 {
+        let mut d = doc(&format!("s{}", i % 4), i, &format!("auth token refresh number {i}"), &[], 1000 * i as i64);
+        d.tags = vec![if i % 2 == 0 { "rust".into() } else { "go".into() }];
+        if i % 3 == 0 {
+            d.tags.push("docker".into());
+        }
+        d.domain = Some(if i < 20 { "backend".into() } else { "frontend".into() });
+        d.files_discussed = vec![convdex::FileRef {
+            path: format!("src/{}/mod{}.rs", if i % 5 == 0 { "auth" } else { "ui" }, i % 2),
+            line_ranges: vec![],
+            action: convdex::FileAction::Edited,
+        }];
+        docs.push(d);
+    }
+    // Out of order on purpose: listing sorts by message index.
+    docs.reverse();
+    c.add(&docs).unwrap();
+    let all = |b: convdex::SearchBuilder<'_>| b.limit(100).run().unwrap();
+    let hits = all(c.search("auth token").tags_any(["go"]));
+    assert_eq!(hits.len(), 20);
+    let hits = all(c.search("auth token").tags_all(["rust", "docker"]));
+    assert!(hits.iter().all(|h| h.doc.tags.contains(&"rust".into()) && h.doc.tags.contains(&"docker".into())));
+    assert_eq!(hits.len(), 7);
+    assert_eq!(all(c.search("auth").domain("frontend")).len(), 20);
+    assert_eq!(all(c.search("auth").session("s1")).len(), 10);
+    assert_eq!(all(c.search("auth").file("src/auth/mod0.rs")).len(), 4);
+    assert_eq!(all(c.search("auth").file_prefix("src/auth/")).len(), 8);
+    let t = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap();
+    assert_eq!(all(c.search("auth").since(t(10_000)).until(t(19_000))).len(), 10);
+    assert_eq!(all(c.search("auth").kind(DocKind::Decision)).len(), 0);
+    assert_eq!(all(c.search("auth").session("s1").domain("backend").tags_any(["go"])).len(), 5);
+    let listed = c.session_documents("s2").unwrap();
+    let idx: Vec<u64> = listed
+        .iter()
+        .map(|d| match &d.body {
+            convdex::DocBody::Message(m) => m.message_index,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(idx, (0..10).map(|k| 2 + 4 * k).collect::<Vec<u64>>());
+    assert_eq!(c.sessions().unwrap(), ["s0", "s1", "s2", "s3"]);
+    let stats = c.stats().unwrap();
+    assert_eq!((stats.sessions, stats.messages, stats.decisions, stats.summaries), (4, 40, 0, 0));
+}
+
+#[test]
+fn re_adding_replaces_and_delete_session_removes() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let c = index.collection("t", "p").unwrap();
+    let docs: Vec<_> = (0..5u64).map(|i| doc("s", i, &format!("message {i}"), &[], 0)).collect();
+    let first = c.add(&docs).unwrap();
+    assert_eq!((first.documents, first.replaced, first.embedded), (5, 0, 5));
+    let second = c.add(&docs).unwrap();
+    assert_eq!((second.documents, second.replaced, second.embedded, second.cached), (5, 5, 0, 5));
+    assert_eq!(c.len().unwrap(), 5);
+    assert_eq!(c.search("message").limit(50).exact(false).run().unwrap().len(), 5);
+    assert_eq!(c.delete_session("s").unwrap(), 5);
+    assert!(c.is_empty().unwrap());
+    assert!(c.search("message").run().unwrap().is_empty());
+    assert!(c.get(docs[0].id).unwrap().is_none());
+}
+
+#[test]
+fn searches_run_while_batches_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let c = index.collection("t", "p").unwrap();
+    c.add(&[doc("seed", 0, "seed document about caching", &[], 0)]).unwrap();
+    let writer = {
+        let c = Arc::clone(&c);
+        std::thread::spawn(move || {
+            for b in 0..30u64 {
+                let docs: Vec<_> = (0..20u64)
+                    .map(|i| doc(&format!("w{b}"), i, &format!("batch {b} item {i} caching"), &[], 0))
+                    .collect();
+                c.add(&docs).unwrap();
+            }
+        })
+    };
+    let mut searches = 0;
+    while !writer.is_finished() {
+        let hits = c.search("caching").limit(5).run().unwrap();
+        assert!(!hits.is_empty());
+        // Every hit is a whole batch's member: never a half-written batch.
+        for h in hits.iter() {
+            let n = c.session_documents(&h.doc.session_id).unwrap().len();
+            assert!(n == 1 || n == 20, "{} has {n}", h.doc.session_id);
+        }
+        searches += 1;
+    }
+    writer.join().unwrap();
+    assert!(searches > 0);
+    assert_eq!(c.len().unwrap(), 601);
+}
+
+#[test]
+fn a_second_opener_gets_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = CollectionOptions { lock_wait: std::time::Duration::from_millis(200), ..Default::default() };
+    let first = hash_index(dir.path(), opts.clone());
+    let _c = first.collection("t", "p").unwrap();
+    let second = hash_index(dir.path(), opts);
+    let start = std::time::Instant::now();
+    let err = second.collection("t", "p").unwrap_err();
+    assert!(start.elapsed() >= std::time::Duration::from_millis(150), "waited before giving up");
+    match &err {
+        Error::InUse { holder, .. } => assert_eq!(holder, &std::process::id().to_string()),
+        other => panic!("expected InUse, got {other:?}"),
+    }
+    assert!(err.to_string().contains("in use by another process"));
+}
+
+#[test]
+fn opening_with_another_model_is_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let index = hash_index(dir.path(), CollectionOptions::default());
+        index.collection("t", "p").unwrap();
+    }
+    let other = convdex::Options::default().embedder(Arc::new(convdex::HashEmbedder::new(64)));
+    let index = convdex::Index::open(dir.path(), other).unwrap();
+    let err = index.collection("t", "p").unwrap_err();
+    assert!(matches!(err, Error::ModelMismatch { stored_dim: 384, configured_dim: 64, .. }), "{err:?}");
+    assert!(err.to_string().contains("rebuild"), "{err}");
+}
