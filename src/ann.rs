@@ -382,10 +382,10 @@ impl TopK {
         }
         self.best.insert(doc, score);
         self.heap.push(std::cmp::Reverse(Scored(score, id)));
-        if self.heap.len() > self.k {
-            if let Some(std::cmp::Reverse(Scored(_, gone))) = self.heap.pop() {
-                self.best.remove(&(gone >> 8));
-            }
+        if self.heap.len() > self.k
+            && let Some(std::cmp::Reverse(Scored(_, gone))) = self.heap.pop()
+        {
+            self.best.remove(&(gone >> 8));
         }
     }
 
