@@ -58,7 +58,7 @@ impl Default for HnswParams {
     }
 }
 
-const DUMP_FORMAT: u32 = 1;
+const DUMP_FORMAT: u32 = 2;
 const BASENAME: &str = "graph";
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -68,6 +68,8 @@ struct DumpManifest {
     dim: usize,
     points: usize,
     files: Vec<(String, u64, u64)>, // name, length, xxh3
+    /// Deleted documents whose vectors are still in the graph.
+    tombstones: Vec<u64>,
 }
 
 /// Why a persisted graph could not be used.
@@ -250,7 +252,10 @@ impl Ann {
                 files.push((format!("{BASENAME}.{suffix}"), bytes.len() as u64, xxhash_rust::xxh3::xxh3_64(&bytes)));
             }
         }
-        let manifest = DumpManifest { format: DUMP_FORMAT, generation, dim: self.dim, points: self.rows.len(), files };
+        let mut tombstones: Vec<u64> = self.tombstones.iter().copied().collect();
+        tombstones.sort_unstable();
+        let manifest =
+            DumpManifest { format: DUMP_FORMAT, generation, dim: self.dim, points: self.rows.len(), files, tombstones };
         let mpath = tmp.join("manifest.json");
         let text = serde_json::to_vec(&manifest).map_err(|e| Error::io(&mpath, std::io::Error::other(e)))?;
         write_synced(&mpath, &text)?;
@@ -336,6 +341,7 @@ impl Ann {
         if ann.rows.len() != m.points {
             return Err(LoadFailure::Corrupt(format!("{} points, manifest says {}", ann.rows.len(), m.points)));
         }
+        ann.tombstones = m.tombstones.into_iter().collect();
         Ok((ann, m.generation))
     }
 }

@@ -37,9 +37,13 @@ mod collection;
 mod doc;
 mod docset;
 pub mod embed;
+pub mod enrich;
 mod error;
 mod index;
+mod indexer;
+pub mod ingest;
 pub mod models;
+pub mod scrub;
 mod search;
 mod store;
 #[cfg(any(test, feature = "testing"))]
@@ -57,6 +61,7 @@ pub use doc::{
 pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder};
 pub use error::{Error, Result};
 pub use index::{CollectionInfo, Index, Options, collection_name, validate_name};
+pub use indexer::{IndexOptions, IndexReport, encode_project_dir, index_paths, normalize_name};
 pub use search::{Hit, Hits, Plan, PlanPath, SearchBuilder};
 
 /// The README's code blocks, compiled as doctests so the README stays true.

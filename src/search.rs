@@ -10,10 +10,6 @@ use crate::docset::DocSet;
 use crate::error::{Error, Result};
 use crate::store::tables::*;
 
-/// Selectivity from which a filtered graph search over-fetches without the filter and filters
-/// the results instead.
-const POST_FILTER_SELECTIVITY: f32 = 0.3;
-
 /// Which path a search took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlanPath {
@@ -351,7 +347,10 @@ impl<'c> SearchBuilder<'c> {
         let cands = self.candidates(&tx)?;
         let candidates = cands.as_ref().map_or(total, DocSet::len);
         let selectivity = if total == 0 { 0.0 } else { candidates as f32 / total as f32 };
-        let exact = self.exact.unwrap_or(candidates <= coll.options.exact_threshold);
+        let exact = self.exact.unwrap_or(
+            candidates <= coll.options.exact_threshold
+                || (cands.is_some() && selectivity < coll.options.exact_fraction),
+        );
         let base_ef = coll.options.hnsw.ef_search.max(self.limit * 2);
         let ef = self.ef.unwrap_or_else(|| {
             if cands.is_none() {
@@ -363,7 +362,7 @@ impl<'c> SearchBuilder<'c> {
         });
         // Most documents pass: an unfiltered walk that over-fetches is cheaper than a filtered
         // walk, which cannot stop early.
-        let post_filter = cands.is_some() && selectivity >= POST_FILTER_SELECTIVITY;
+        let post_filter = cands.is_some() && selectivity >= coll.options.exact_fraction.min(0.5);
         let plan = Plan {
             path: if exact { PlanPath::Exact } else { PlanPath::Graph { ef, post_filter } },
             candidates,

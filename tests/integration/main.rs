@@ -2,6 +2,7 @@
 //! embedding model (provisioned by `make models`) and real redb files on disk.
 
 mod common;
+mod corpus;
 mod durability;
 mod embed;
 mod engine;

@@ -1,0 +1,498 @@
+//! Indexing Claude Code histories: discover session files, parse, scrub, enrich, write, and
+//! remember per-session fingerprints so unchanged sessions cost a `stat`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::collection::Collection;
+use crate::doc::{DocKind, Document, ExtractionMethod, FileAction, FileRef, MessageFields, now_millis};
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::ingest::claude::{self, ParsedFile, SkippedLine};
+use crate::scrub::{RedactionCounts, scrub};
+
+/// Options of an indexing run. Every field documents its default.
+#[derive(Debug, Clone, Default)]
+pub struct IndexOptions {
+    /// Delete each session's documents and index it again. Default: false.
+    pub force: bool,
+    /// Tenant of the collections written. Default: the OS user (`$USER`), else `local`.
+    pub tenant: Option<String>,
+    /// Skip session files whose path contains any of these strings. Default: none.
+    pub exclude: Vec<String>,
+}
+
+/// What an indexing run did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IndexReport {
+    /// Sessions indexed for the first time.
+    pub sessions_new: usize,
+    /// Sessions that grew since the last run.
+    pub sessions_appended: usize,
+    /// Sessions rewritten or forced (re-indexed from scratch).
+    pub sessions_reindexed: usize,
+    /// Sessions unchanged since the last run.
+    pub sessions_skipped: usize,
+    /// Message documents written.
+    pub messages: usize,
+    /// Vectors written.
+    pub chunks: usize,
+    /// Chunks the model embedded (the rest came from the cache).
+    pub embedded: usize,
+    /// Lines skipped, with their file.
+    pub skipped_lines: Vec<(PathBuf, SkippedLine)>,
+    /// Secrets redacted, per kind.
+    pub redactions: RedactionCounts,
+    /// Collections written to.
+    pub collections: Vec<String>,
+    /// Wall time.
+    #[serde(skip)]
+    pub elapsed: Duration,
+}
+
+/// One session's files.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SessionFiles {
+    pub(crate) id: String,
+    pub(crate) main: Option<PathBuf>,
+    pub(crate) subagents: Vec<(PathBuf, Option<String>)>,
+}
+
+/// A project folder and its sessions.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ProjectFolder {
+    pub(crate) dir: PathBuf,
+    pub(crate) sessions: Vec<SessionFiles>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct FileState {
+    path: String,
+    size: u64,
+    mtime_ms: i64,
+    consumed: u64,
+    prefix_hash: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct SessionState {
+    files: Vec<FileState>,
+    messages: usize,
+}
+
+/// Sub-agents that are Claude Code's own machinery, not user-visible work.
+fn internal_agent(name: &str) -> bool {
+    ["acompact", "aprompt_suggestion", "aside_question"].iter().any(|k| name.contains(k))
+}
+
+fn jsonl(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "jsonl"))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+fn agent_type(path: &Path) -> Option<String> {
+    let meta = path.with_extension("meta.json");
+    let text = std::fs::read_to_string(meta).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("agentType").and_then(|t| t.as_str()).map(str::to_string)
+}
+
+/// First `sessionId` in the first 64 KiB of a file.
+fn peek_session_id(path: &Path) -> Option<String> {
+    peek_field(path, "sessionId")
+}
+
+fn peek_field(path: &Path, field: &str) -> Option<String> {
+    use std::io::Read;
+    let mut buf = vec![0u8; 64 * 1024];
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut buf)).ok()?;
+    for line in buf[..n].split(|b| *b == b'\n') {
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(line)
+            && let Some(s) = v.get(field).and_then(|s| s.as_str())
+        {
+            return Some(s.to_string());
+        }
+    }
+    None
+}
+
+/// Finds the session files under `path`: a projects root, one project folder, or one file.
+pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
+    if path.is_file() {
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session").to_string();
+        let mut s = SessionFiles { id: id.clone(), main: Some(path.to_path_buf()), subagents: vec![] };
+        s.subagents = subagents_of(&dir, &id);
+        return Ok(vec![ProjectFolder { dir, sessions: vec![s] }]);
+    }
+    if !path.is_dir() {
+        return Err(Error::NotFound(format!("transcript path {}", path.display())));
+    }
+    let direct = jsonl(path);
+    let has_session_dirs =
+        std::fs::read_dir(path).map(|rd| rd.flatten().any(|e| e.path().join("subagents").is_dir())).unwrap_or(false);
+    if !direct.is_empty() || has_session_dirs {
+        return Ok(vec![project_folder(path)]);
+    }
+    let mut out = Vec::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| Error::io(path, e))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for d in dirs {
+        let p = project_folder(&d);
+        if !p.sessions.is_empty() {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+fn subagents_of(dir: &Path, session: &str) -> Vec<(PathBuf, Option<String>)> {
+    jsonl(&dir.join(session).join("subagents"))
+        .into_iter()
+        .filter(|p| !internal_agent(&p.to_string_lossy()))
+        .map(|p| {
+            let t = agent_type(&p);
+            (p, t)
+        })
+        .collect()
+}
+
+fn project_folder(dir: &Path) -> ProjectFolder {
+    let mut sessions: BTreeMap<String, SessionFiles> = BTreeMap::new();
+    for f in jsonl(dir) {
+        let name = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        if name.starts_with("agent-") {
+            // Older layout: sub-agents beside the sessions, attached by their sessionId.
+            if internal_agent(&name) {
+                continue;
+            }
+            if let Some(id) = peek_session_id(&f) {
+                sessions
+                    .entry(id.clone())
+                    .or_insert_with(|| SessionFiles { id, ..Default::default() })
+                    .subagents
+                    .push((f, None));
+            }
+            continue;
+        }
+        sessions.entry(name.clone()).or_insert_with(|| SessionFiles { id: name.clone(), ..Default::default() }).main =
+            Some(f);
+    }
+    // Session directories with sub-agents (also orphans whose main file is gone).
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.join("subagents").is_dir() {
+                let id = e.file_name().to_string_lossy().into_owned();
+                let subs = subagents_of(dir, &id);
+                if !subs.is_empty() {
+                    sessions
+                        .entry(id.clone())
+                        .or_insert_with(|| SessionFiles { id, ..Default::default() })
+                        .subagents
+                        .extend(subs);
+                }
+            }
+        }
+    }
+    ProjectFolder { dir: dir.to_path_buf(), sessions: sessions.into_values().collect() }
+}
+
+/// Claude Code's folder encoding of a path: every character outside `[A-Za-z0-9]` becomes `-`.
+pub fn encode_project_dir(path: &str) -> String {
+    path.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
+
+/// The project's path: a recorded `cwd` whose encoding is the folder's name, else the most
+/// frequent `cwd`, else `None`.
+fn project_path(folder: &ProjectFolder) -> Option<String> {
+    let name = folder.dir.file_name()?.to_string_lossy().into_owned();
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for s in &folder.sessions {
+        if let Some(cwd) = s.main.as_deref().and_then(|p| peek_field(p, "cwd")) {
+            *counts.entry(cwd).or_default() += 1;
+        }
+    }
+    if let Some(exact) = counts.keys().find(|c| encode_project_dir(c).eq_ignore_ascii_case(&name)) {
+        return Some(exact.clone());
+    }
+    counts.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(c, _)| c)
+}
+
+/// A valid collection name part from free text: lower-cased, other characters → `-`.
+pub fn normalize_name(raw: &str) -> String {
+    let s: String = raw
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' { c } else { '-' })
+        .collect();
+    let s = s.trim_matches(|c| c == '-' || c == '_').to_string();
+    let s: String = s.chars().take(48).collect();
+    if s.is_empty() { "project".into() } else { s }
+}
+
+fn default_tenant() -> String {
+    let user = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_default();
+    let n = normalize_name(&user);
+    if user.is_empty() { "local".into() } else { n }
+}
+
+fn file_state(path: &Path) -> Option<(u64, i64)> {
+    let m = std::fs::metadata(path).ok()?;
+    let mtime = m.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64;
+    Some((m.len(), mtime))
+}
+
+/// Indexes every session under `paths` into one collection per project.
+pub fn index_paths(index: &Index, paths: &[PathBuf], options: &IndexOptions) -> Result<IndexReport> {
+    let start = Instant::now();
+    let mut report = IndexReport::default();
+    let tenant = options.tenant.clone().unwrap_or_else(default_tenant);
+    for path in paths {
+        for folder in discover(path)? {
+            index_folder(index, &tenant, &folder, options, &mut report)?;
+        }
+    }
+    report.collections.sort();
+    report.collections.dedup();
+    report.elapsed = start.elapsed();
+    Ok(report)
+}
+
+fn open_project(index: &Index, tenant: &str, folder: &ProjectFolder) -> Result<std::sync::Arc<Collection>> {
+    let path = project_path(folder);
+    let base = match &path {
+        Some(p) => normalize_name(p.replace('\\', "/").trim_end_matches('/').rsplit('/').next().unwrap_or(p)),
+        None => normalize_name(&folder.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+    };
+    let key = path.clone().unwrap_or_else(|| folder.dir.to_string_lossy().into_owned());
+    let coll = index.collection_with(tenant, &base, Some(&key))?;
+    match coll.meta()?.project_path {
+        Some(p) if p != key => {
+            // Another project with the same last path component owns the plain name.
+            let h = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
+            index.collection_with(tenant, &format!("{base}-{:06x}", h & 0xff_ffff), Some(&key))
+        }
+        Some(_) => Ok(coll),
+        None => {
+            coll.update_meta(|m| m.project_path = Some(key.clone()))?;
+            Ok(coll)
+        }
+    }
+}
+
+fn index_folder(
+    index: &Index,
+    tenant: &str,
+    folder: &ProjectFolder,
+    options: &IndexOptions,
+    report: &mut IndexReport,
+) -> Result<()> {
+    let sessions: Vec<&SessionFiles> = folder
+        .sessions
+        .iter()
+        .filter(|s| {
+            let all = s.main.iter().chain(s.subagents.iter().map(|(p, _)| p));
+            !all.into_iter().any(|p| options.exclude.iter().any(|x| p.to_string_lossy().contains(x.as_str())))
+        })
+        .collect();
+    if sessions.is_empty() {
+        return Ok(());
+    }
+    let coll = open_project(index, tenant, folder)?;
+    let root = coll.meta()?.project_path.unwrap_or_default();
+    report.collections.push(coll.name().to_string());
+    for s in sessions {
+        index_session(&coll, &root, s, options, report)?;
+    }
+    coll.touch_indexed_at(chrono::Utc::now())?;
+    coll.flush()?;
+    Ok(())
+}
+
+fn index_session(
+    coll: &Collection,
+    root: &str,
+    s: &SessionFiles,
+    options: &IndexOptions,
+    report: &mut IndexReport,
+) -> Result<()> {
+    let files: Vec<(&PathBuf, Option<&str>)> = s
+        .main
+        .iter()
+        .map(|p| (p, None))
+        .chain(s.subagents.iter().map(|(p, t)| (p, Some(t.as_deref().unwrap_or("subagent")))))
+        .collect();
+    let previous: Option<SessionState> = coll.session_state(&s.id)?;
+    let stats: Vec<Option<(u64, i64)>> = files.iter().map(|(p, _)| file_state(p)).collect();
+    if !options.force
+        && let Some(prev) = &previous
+        && prev.files.len() == files.len()
+        && files.iter().zip(&stats).all(|((p, _), st)| {
+            prev.files.iter().any(|f| f.path == p.to_string_lossy() && Some((f.size, f.mtime_ms)) == *st)
+        })
+    {
+        report.sessions_skipped += 1;
+        return Ok(());
+    }
+    // Read and parse every file of the session.
+    let mut parsed: Vec<(ParsedFile, Option<&str>, FileState)> = Vec::new();
+    // Appended: every file seen last time still starts with the bytes consumed then.
+    let mut appended = !options.force && previous.is_some();
+    for ((p, agent), st) in files.iter().zip(&stats) {
+        let bytes = std::fs::read(p).map_err(|e| Error::io(p.as_path(), e))?;
+        let pf = claude::parse(&bytes);
+        for sk in &pf.skipped {
+            report.skipped_lines.push(((*p).clone(), sk.clone()));
+        }
+        let (size, mtime_ms) = st.unwrap_or((bytes.len() as u64, 0));
+        let path = p.to_string_lossy().into_owned();
+        if let Some(prev) = &previous {
+            let kept = prev.files.iter().find(|f| f.path == path).is_none_or(|old| {
+                old.consumed as usize <= bytes.len()
+                    && xxhash_rust::xxh3::xxh3_64(&bytes[..old.consumed as usize]) == old.prefix_hash
+            });
+            appended &= kept;
+        }
+        let state = FileState {
+            path,
+            size,
+            mtime_ms,
+            consumed: pf.consumed as u64,
+            prefix_hash: xxhash_rust::xxh3::xxh3_64(&bytes[..pf.consumed]),
+        };
+        parsed.push((pf, *agent, state));
+    }
+    // A file that disappeared since last time is a rewrite, not an append.
+    if let Some(prev) = &previous {
+        appended &= prev.files.iter().all(|old| parsed.iter().any(|(_, _, st)| st.path == old.path));
+    }
+    if previous.is_some() && !appended {
+        coll.delete_session(&s.id)?;
+    }
+    let docs = documents(&s.id, root, &parsed, report);
+    // On append, only messages not stored yet (or changed) are written.
+    let mut fresh = Vec::with_capacity(docs.len());
+    for d in docs {
+        if appended
+            && coll.get(d.id)?.is_some_and(|old| old.content == d.content && old.files_discussed == d.files_discussed)
+        {
+            continue;
+        }
+        fresh.push(d);
+    }
+    for batch in fresh.chunks(256) {
+        let r = coll.add(batch)?;
+        report.messages += r.documents;
+        report.chunks += r.chunks;
+        report.embedded += r.embedded;
+    }
+    match (&previous, appended) {
+        (None, _) => report.sessions_new += 1,
+        (Some(_), true) => report.sessions_appended += 1,
+        (Some(_), false) => report.sessions_reindexed += 1,
+    }
+    let state = SessionState {
+        files: parsed.iter().map(|(_, _, st)| st.clone()).collect(),
+        messages: parsed.iter().map(|(pf, _, _)| pf.messages.len()).sum(),
+    };
+    coll.put_session_state(&s.id, &state)
+}
+
+/// Text for a message that only made tool calls: what it did to which files.
+fn activity(files: &[FileRef], commits: &[crate::doc::CommitRef]) -> String {
+    let mut parts: Vec<String> = files
+        .iter()
+        .filter(|f| f.action != FileAction::Read)
+        .map(|f| format!("{} {}", f.action.as_str(), f.path))
+        .collect();
+    for c in commits {
+        parts.push(format!("committed {} {}", c.sha, c.message));
+    }
+    parts.join("; ")
+}
+
+fn documents(
+    session: &str,
+    root: &str,
+    parsed: &[(ParsedFile, Option<&str>, FileState)],
+    report: &mut IndexReport,
+) -> Vec<Document> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut index = 0u64;
+    for (pf, agent, _) in parsed {
+        for m in &pf.messages {
+            if m.uuid.is_empty() || !seen.insert(m.uuid.clone()) {
+                continue;
+            }
+            let files: Vec<FileRef> =
+                m.files.iter().map(|f| FileRef { path: claude::relative_to(&f.path, root), ..f.clone() }).collect();
+            let raw = if m.text.trim().is_empty() { activity(&files, &m.commits) } else { m.text.clone() };
+            if raw.trim().is_empty() {
+                continue;
+            }
+            let (content, counts) = scrub(&raw);
+            for (k, n) in counts {
+                *report.redactions.entry(k).or_default() += n;
+            }
+            let commits = m
+                .commits
+                .iter()
+                .map(|c| crate::doc::CommitRef { sha: c.sha.clone(), message: scrub(&c.message).0 })
+                .collect();
+            let mut tags = crate::enrich::tags(&content, &files);
+            if let Some(a) = agent {
+                tags.push(format!("agent:{}", normalize_name(a)));
+            }
+            let domain = crate::enrich::domain(&content, &files);
+            out.push(Document {
+                id: Document::stable_id(session, DocKind::Message, &m.uuid),
+                session_id: session.to_string(),
+                timestamp: m.timestamp,
+                content,
+                tags,
+                domain,
+                files_discussed: files,
+                commits_made: commits,
+                indexed_at: now_millis(),
+                extraction_method: ExtractionMethod::Heuristic,
+                body: crate::doc::DocBody::Message(MessageFields {
+                    role: m.role,
+                    message_uuid: m.uuid.clone(),
+                    message_index: index,
+                    speaker: None,
+                    agent: agent.map(str::to_string),
+                }),
+            });
+            index += 1;
+        }
+    }
+    out
+}
+
+impl Collection {
+    fn session_state(&self, id: &str) -> Result<Option<SessionState>> {
+        self.get_session_bytes(id)?.map(|b| crate::store::codec::decode("session state", &b)).transpose()
+    }
+
+    fn put_session_state(&self, id: &str, state: &SessionState) -> Result<()> {
+        self.put_session_bytes(id, &crate::store::codec::encode(state))
+    }
+}

@@ -1,0 +1,571 @@
+//! Claude Code JSONL transcripts (`~/.claude/projects/<encoded-cwd>/<session>.jsonl`).
+//!
+//! Tolerant, line by line: a malformed, torn or concatenated line is skipped and reported with
+//! its line number, never aborting the file; unknown record types and fields are ignored.
+//! Streaming records of one API message (same `message.id`) are merged into one message. User
+//! prompts and assistant text become messages; thinking, tool results, meta / command /
+//! compaction records and images are not message text, but tool calls and their results give
+//! the files and commits attached to the message that made the call.
+//! See `../shared/docs/claude-code-jsonl-format.md` for the evidence behind each rule.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use chrono::{DateTime, Utc};
+use regex::Regex;
+use serde_json::Value;
+
+use crate::doc::{CommitRef, FileAction, FileRef, Role};
+
+/// Message text longer than this (in bytes) is cut, with a marker saying how much was left
+/// out: a pasted 2 MB log is not a message anyone searches for as a whole.
+pub const MAX_MESSAGE_BYTES: usize = 24_000;
+/// Files attached per Glob / Grep call at most.
+const MAX_LISTED_FILES: usize = 25;
+
+/// A line that was not used, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SkippedLine {
+    /// 1-based line number.
+    pub line: usize,
+    /// What was wrong.
+    pub reason: String,
+}
+
+/// One message of a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedMessage {
+    /// uuid of the first record of the message.
+    pub uuid: String,
+    /// User or assistant.
+    pub role: Role,
+    /// Text (system reminders stripped, cut at [`MAX_MESSAGE_BYTES`]).
+    pub text: String,
+    /// Time of the first record.
+    pub timestamp: DateTime<Utc>,
+    /// Files its tool calls touched.
+    pub files: Vec<FileRef>,
+    /// Commits its tool calls made.
+    pub commits: Vec<CommitRef>,
+    /// Working directory at the time.
+    pub cwd: Option<String>,
+}
+
+/// A tool call that failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    /// Tool name.
+    pub tool: String,
+    /// First line of the error output.
+    pub text: String,
+    /// When.
+    pub timestamp: DateTime<Utc>,
+}
+
+/// A parsed transcript file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedFile {
+    /// `sessionId` of the records (the first seen).
+    pub session_id: Option<String>,
+    /// Messages in file order.
+    pub messages: Vec<ParsedMessage>,
+    /// Lines that were skipped.
+    pub skipped: Vec<SkippedLine>,
+    /// Records parsed (all types).
+    pub records: usize,
+    /// Bytes up to and including the last complete line (a torn last line waits).
+    pub consumed: usize,
+    /// Every `cwd` seen, with counts.
+    pub cwds: HashMap<String, usize>,
+    /// Session title, when the file carries one.
+    pub title: Option<String>,
+    /// Failed tool calls.
+    pub errors: Vec<ToolError>,
+    /// True when records are sidechain (sub-agent) records.
+    pub sidechain: bool,
+}
+
+struct ToolUse {
+    name: String,
+    input: Value,
+    message: usize,
+}
+
+fn ansi_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| Regex::new(r"\x1b\[[0-9;]*[A-Za-z]").expect("valid"))
+}
+
+fn commit_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| Regex::new(r"\[([^\]\s]+)( \(root-commit\))? ([0-9a-f]{7,40})\] ([^\n]*)").expect("valid"))
+}
+
+fn reminder_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| Regex::new(r"(?s)<system-reminder>.*?</system-reminder>").expect("valid"))
+}
+
+fn timestamp(v: &Value) -> Option<DateTime<Utc>> {
+    v.get("timestamp").and_then(Value::as_str).and_then(|s| DateTime::parse_from_rfc3339(s).ok()).map(|d| d.to_utc())
+}
+
+/// Text of a content value that is a string or an array of blocks (text blocks only).
+fn content_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn clean_text(text: &str) -> String {
+    let t = reminder_re().replace_all(text, "");
+    let t = t.trim();
+    if t.len() > MAX_MESSAGE_BYTES {
+        let mut cut = MAX_MESSAGE_BYTES;
+        while !t.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{}\n[… {} more bytes not indexed]", &t[..cut], t.len() - cut)
+    } else {
+        t.to_string()
+    }
+}
+
+/// Is this user text something a human typed (not a command wrapper or an interruption)?
+fn human_text(text: &str) -> bool {
+    let t = text.trim_start();
+    !(t.is_empty()
+        || t.starts_with("<command-")
+        || t.starts_with("<local-command-")
+        || t.starts_with("[Request interrupted")
+        || t.starts_with("<bash-input>")
+        || t.starts_with("<bash-stdout>")
+        || t.starts_with("<bash-stderr>")
+        || t.starts_with("Caveat: The messages below were generated")
+        || t == "Warmup")
+}
+
+/// Normalises a path to `/` separators.
+fn slashes(p: &str) -> String {
+    p.replace('\\', "/")
+}
+
+/// Parses one transcript file.
+pub fn parse(bytes: &[u8]) -> ParsedFile {
+    let mut out = ParsedFile::default();
+    let mut by_api_id: HashMap<String, usize> = HashMap::new();
+    let mut tools: HashMap<String, ToolUse> = HashMap::new();
+    // Tool results seen before their tool_use (file order is not causal): id -> (result, record).
+    let mut results: Vec<(String, Value, Value, DateTime<Utc>)> = Vec::new();
+    let mut start = 0;
+    let mut line_no = 0;
+    while start < bytes.len() {
+        line_no += 1;
+        let (end, complete) = match bytes[start..].iter().position(|&b| b == b'\n') {
+            Some(i) => (start + i, true),
+            None => (bytes.len(), false),
+        };
+        let line = &bytes[start..end];
+        start = end + 1;
+        if complete {
+            out.consumed = start;
+        }
+        let trimmed = line.trim_ascii();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let value: Value = match serde_json::from_slice(trimmed) {
+            Ok(v) => v,
+            Err(e) => {
+                let reason = if complete { format!("malformed JSON: {e}") } else { "torn last line".into() };
+                out.skipped.push(SkippedLine { line: line_no, reason });
+                continue;
+            }
+        };
+        let Some(kind) = value.get("type").and_then(Value::as_str) else {
+            out.skipped.push(SkippedLine { line: line_no, reason: "not a record (no `type`)".into() });
+            continue;
+        };
+        out.records += 1;
+        if out.session_id.is_none()
+            && let Some(s) = value.get("sessionId").and_then(Value::as_str)
+        {
+            out.session_id = Some(s.to_string());
+        }
+        if let Some(c) = value.get("cwd").and_then(Value::as_str) {
+            *out.cwds.entry(c.to_string()).or_default() += 1;
+        }
+        if value.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            out.sidechain = true;
+        }
+        match kind {
+            "summary" if out.title.is_none() => {
+                out.title = value.get("summary").and_then(Value::as_str).map(str::to_string);
+            }
+            "custom-title" | "ai-title" => {
+                let key = if kind == "ai-title" { "aiTitle" } else { "customTitle" };
+                if let Some(t) = value.get(key).and_then(Value::as_str) {
+                    out.title = Some(t.to_string());
+                }
+            }
+            "assistant" => assistant(&value, &mut out, &mut by_api_id, &mut tools),
+            "user" => user(&value, &mut out, &mut results),
+            _ => {}
+        }
+    }
+    for (id, block, record, ts) in results {
+        if let Some(tool) = tools.get(&id) {
+            apply_result(tool, &block, &record, ts, &mut out);
+        }
+    }
+    out
+}
+
+fn assistant(
+    v: &Value,
+    out: &mut ParsedFile,
+    by_api_id: &mut HashMap<String, usize>,
+    tools: &mut HashMap<String, ToolUse>,
+) {
+    if v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
+        return;
+    }
+    let Some(msg) = v.get("message") else { return };
+    if msg.get("model").and_then(Value::as_str) == Some("<synthetic>") {
+        return;
+    }
+    let uuid = v.get("uuid").and_then(Value::as_str).unwrap_or_default().to_string();
+    let api_id = msg.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| uuid.clone());
+    let ts = timestamp(v).unwrap_or_default();
+    let cwd = v.get("cwd").and_then(Value::as_str).map(str::to_string);
+    let blocks: Vec<&Value> = match msg.get("content") {
+        Some(Value::Array(a)) => a.iter().collect(),
+        Some(s @ Value::String(_)) => vec![s],
+        _ => return,
+    };
+    let idx = *by_api_id.entry(api_id).or_insert_with(|| {
+        out.messages.push(ParsedMessage {
+            uuid: uuid.clone(),
+            role: Role::Assistant,
+            text: String::new(),
+            timestamp: ts,
+            files: Vec::new(),
+            commits: Vec::new(),
+            cwd: cwd.clone(),
+        });
+        out.messages.len() - 1
+    });
+    for b in blocks {
+        let text = match b {
+            Value::String(s) => Some(s.as_str()),
+            _ if b.get("type").and_then(Value::as_str) == Some("text") => b.get("text").and_then(Value::as_str),
+            _ => None,
+        };
+        if let Some(t) = text {
+            let m = &mut out.messages[idx];
+            if !m.text.is_empty() {
+                m.text.push_str("\n\n");
+            }
+            m.text.push_str(t);
+            continue;
+        }
+        if b.get("type").and_then(Value::as_str) == Some("tool_use") {
+            let id = b.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+            let name = b.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+            let input = b.get("input").cloned().unwrap_or(Value::Null);
+            let tool = ToolUse { name, input, message: idx };
+            // Files named by the call itself; results may refine the action later.
+            for f in call_files(&tool) {
+                add_file(&mut out.messages[idx].files, f);
+            }
+            tools.insert(id, tool);
+        }
+    }
+}
+
+fn user(v: &Value, out: &mut ParsedFile, results: &mut Vec<(String, Value, Value, DateTime<Utc>)>) {
+    if v.get("isMeta").and_then(Value::as_bool) == Some(true)
+        || v.get("isCompactSummary").and_then(Value::as_bool) == Some(true)
+        || v.get("isVisibleInTranscriptOnly").and_then(Value::as_bool) == Some(true)
+    {
+        return;
+    }
+    let Some(content) = v.get("message").and_then(|m| m.get("content")) else { return };
+    let ts = timestamp(v).unwrap_or_default();
+    let mut has_result = false;
+    if let Value::Array(blocks) = content {
+        for b in blocks {
+            if b.get("type").and_then(Value::as_str) == Some("tool_result") {
+                has_result = true;
+                let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().to_string();
+                let record = v.get("toolUseResult").cloned().unwrap_or(Value::Null);
+                results.push((id, b.clone(), record, ts));
+            }
+        }
+    }
+    if has_result {
+        return;
+    }
+    let text = content_text(content);
+    if !human_text(&text) {
+        return;
+    }
+    let text = clean_text(&text);
+    if text.is_empty() {
+        return;
+    }
+    out.messages.push(ParsedMessage {
+        uuid: v.get("uuid").and_then(Value::as_str).unwrap_or_default().to_string(),
+        role: Role::User,
+        text,
+        timestamp: ts,
+        files: Vec::new(),
+        commits: Vec::new(),
+        cwd: v.get("cwd").and_then(Value::as_str).map(str::to_string),
+    });
+}
+
+fn add_file(files: &mut Vec<FileRef>, f: FileRef) {
+    // Keep the strongest action per path: deleted > created > edited > read.
+    match files.iter_mut().find(|x| x.path == f.path) {
+        Some(x) => {
+            if f.action > x.action {
+                x.action = f.action;
+            }
+            for r in f.line_ranges {
+                if !x.line_ranges.contains(&r) {
+                    x.line_ranges.push(r);
+                }
+            }
+        }
+        None => files.push(f),
+    }
+}
+
+/// Tool name without an MCP server prefix (`mcp__acp__Read` → `Read`).
+fn base_tool(name: &str) -> &str {
+    name.rsplit("__").next().unwrap_or(name)
+}
+
+fn call_files(tool: &ToolUse) -> Vec<FileRef> {
+    let input = &tool.input;
+    let s = |k: &str| input.get(k).and_then(Value::as_str).map(slashes);
+    let n = |k: &str| input.get(k).and_then(Value::as_u64);
+    let file = |path: String, action, line_ranges| FileRef { path, line_ranges, action };
+    match base_tool(&tool.name) {
+        "Read" => s("file_path")
+            .map(|p| {
+                let ranges = match (n("offset"), n("limit")) {
+                    (Some(o), Some(l)) if l > 0 => vec![(o.max(1) as u32, (o.max(1) + l - 1) as u32)],
+                    (None, Some(l)) if l > 0 => vec![(1, l as u32)],
+                    _ => vec![],
+                };
+                vec![file(p, FileAction::Read, ranges)]
+            })
+            .unwrap_or_default(),
+        "Edit" | "MultiEdit" => s("file_path").map(|p| vec![file(p, FileAction::Edited, vec![])]).unwrap_or_default(),
+        "Write" => s("file_path").map(|p| vec![file(p, FileAction::Created, vec![])]).unwrap_or_default(),
+        "NotebookEdit" => s("notebook_path").map(|p| vec![file(p, FileAction::Edited, vec![])]).unwrap_or_default(),
+        "Bash" | "PowerShell" => s("command").map(|c| deleted_paths(&c)).unwrap_or_default(),
+        _ => vec![],
+    }
+}
+
+/// Paths removed by a plain `rm` / `git rm` command.
+fn deleted_paths(command: &str) -> Vec<FileRef> {
+    let mut out = Vec::new();
+    for part in command.split(['&', ';', '|', '\n']) {
+        let words: Vec<&str> = part.split_whitespace().collect();
+        let (["rm", args @ ..] | ["git", "rm", args @ ..]) = words.as_slice() else { continue };
+        for a in args {
+            if !a.starts_with('-') && !a.contains('*') && !a.contains('$') {
+                out.push(FileRef {
+                    path: slashes(a.trim_matches(|c| c == '"' || c == '\'')),
+                    line_ranges: vec![],
+                    action: FileAction::Deleted,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn result_text(block: &Value, record: &Value) -> String {
+    let mut t = content_text(block.get("content").unwrap_or(&Value::Null));
+    if let Some(stdout) = record.get("stdout").and_then(Value::as_str) {
+        t.push('\n');
+        t.push_str(stdout);
+    }
+    t
+}
+
+fn apply_result(tool: &ToolUse, block: &Value, record: &Value, ts: DateTime<Utc>, out: &mut ParsedFile) {
+    let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
+    let name = base_tool(&tool.name);
+    if is_error {
+        let text = content_text(block.get("content").unwrap_or(&Value::Null));
+        let first = ansi_re().replace_all(text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""), "");
+        let first: String = first.chars().take(200).collect();
+        out.errors.push(ToolError { tool: name.to_string(), text: first, timestamp: ts });
+        return;
+    }
+    let msg = &mut out.messages[tool.message];
+    match name {
+        "Write" => {
+            if record.get("type").and_then(Value::as_str) == Some("update")
+                && let Some(p) = tool.input.get("file_path").and_then(Value::as_str)
+            {
+                let p = slashes(p);
+                if let Some(f) = msg.files.iter_mut().find(|f| f.path == p) {
+                    f.action = FileAction::Edited;
+                }
+            }
+        }
+        "Edit" | "MultiEdit" => {
+            if let (Some(p), Some(Value::Array(hunks))) =
+                (tool.input.get("file_path").and_then(Value::as_str), record.get("structuredPatch"))
+            {
+                let ranges: Vec<(u32, u32)> = hunks
+                    .iter()
+                    .filter_map(|h| {
+                        let s = h.get("newStart")?.as_u64()?;
+                        let l = h.get("newLines")?.as_u64()?;
+                        Some((s as u32, (s + l.max(1) - 1) as u32))
+                    })
+                    .collect();
+                add_file(&mut msg.files, FileRef { path: slashes(p), line_ranges: ranges, action: FileAction::Edited });
+            }
+        }
+        "Glob" | "Grep" => {
+            if let Some(Value::Array(names)) = record.get("filenames") {
+                for n in names.iter().filter_map(Value::as_str).take(MAX_LISTED_FILES) {
+                    add_file(
+                        &mut msg.files,
+                        FileRef { path: slashes(n), line_ranges: vec![], action: FileAction::Read },
+                    );
+                }
+            }
+        }
+        "Bash" | "PowerShell" => {
+            let cmd = tool.input.get("command").and_then(Value::as_str).unwrap_or_default();
+            if cmd.contains("git") && cmd.contains("commit") {
+                let text = ansi_re().replace_all(&result_text(block, record), "").into_owned();
+                for c in commit_re().captures_iter(&text) {
+                    let sha = c[3].to_string();
+                    if !msg.commits.iter().any(|x: &CommitRef| x.sha == sha) {
+                        msg.commits.push(CommitRef { sha, message: c[4].trim().to_string() });
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Normalises `path` relative to `root` when it lies inside it (`/`-separated; Windows drive
+/// letters compared case-insensitively).
+pub fn relative_to(path: &str, root: &str) -> String {
+    let p = slashes(path);
+    let r = slashes(root);
+    let r = r.trim_end_matches('/');
+    if r.is_empty() {
+        return p;
+    }
+    let windows = r.as_bytes().get(1) == Some(&b':');
+    let inside = if windows {
+        p.len() > r.len() && p[..r.len()].eq_ignore_ascii_case(r) && p.as_bytes()[r.len()] == b'/'
+    } else {
+        p.starts_with(r) && p.as_bytes().get(r.len()) == Some(&b'/')
+    };
+    if inside { p[r.len() + 1..].to_string() } else { p }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(v: serde_json::Value) -> String {
+        format!("{v}\n")
+    }
+
+    #[test]
+    fn merges_streaming_chunks_and_pairs_results_out_of_order() {
+        let mut s = String::new();
+        s += &line(
+            serde_json::json!({"type":"user","uuid":"u1","sessionId":"S","cwd":"/p","timestamp":"2025-01-01T00:00:00.000Z","message":{"role":"user","content":"fix the parser"}}),
+        );
+        // A tool result written before the tool_use that caused it.
+        s += &line(
+            serde_json::json!({"type":"user","uuid":"u2","sessionId":"S","timestamp":"2025-01-01T00:00:03.000Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"[main 1a2b3c4] fix: parser handles torn lines"}]},"toolUseResult":{"stdout":"[main 1a2b3c4] fix: parser handles torn lines"}}),
+        );
+        s += &line(
+            serde_json::json!({"type":"assistant","uuid":"a1","sessionId":"S","cwd":"/p","timestamp":"2025-01-01T00:00:01.000Z","message":{"id":"msg1","model":"m","content":[{"type":"thinking","thinking":"hmm"}]}}),
+        );
+        s += &line(
+            serde_json::json!({"type":"assistant","uuid":"a2","sessionId":"S","cwd":"/p","timestamp":"2025-01-01T00:00:01.500Z","message":{"id":"msg1","model":"m","content":[{"type":"text","text":"Editing now."}]}}),
+        );
+        s += &line(
+            serde_json::json!({"type":"assistant","uuid":"a3","sessionId":"S","cwd":"/p","timestamp":"2025-01-01T00:00:02.000Z","message":{"id":"msg1","model":"m","content":[{"type":"tool_use","id":"t0","name":"Edit","input":{"file_path":"/p/src/parse.rs","old_string":"a","new_string":"b"}}]}}),
+        );
+        s += &line(
+            serde_json::json!({"type":"assistant","uuid":"a4","sessionId":"S","cwd":"/p","timestamp":"2025-01-01T00:00:02.500Z","message":{"id":"msg1","model":"m","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"git commit -am 'fix'"}}]}}),
+        );
+        s += "{\"type\":\"user\",\"broken\n";
+        s += "{\"torn";
+        let p = parse(s.as_bytes());
+        assert_eq!(p.session_id.as_deref(), Some("S"));
+        assert_eq!(p.messages.len(), 2);
+        assert_eq!(p.messages[1].uuid, "a1");
+        assert_eq!(p.messages[1].text, "Editing now.");
+        assert_eq!(p.messages[1].files[0].path, "/p/src/parse.rs");
+        assert_eq!(p.messages[1].files[0].action, FileAction::Edited);
+        assert_eq!(
+            p.messages[1].commits,
+            vec![CommitRef { sha: "1a2b3c4".into(), message: "fix: parser handles torn lines".into() }]
+        );
+        assert_eq!(p.skipped.iter().map(|s| s.line).collect::<Vec<_>>(), vec![7, 8]);
+        assert!(p.skipped[1].reason.contains("torn"));
+        assert_eq!(p.consumed, s.len() - "{\"torn".len());
+    }
+
+    #[test]
+    fn noise_is_not_a_message() {
+        let mut s = String::new();
+        for (extra, content) in [
+            (serde_json::json!({"isMeta": true}), serde_json::json!("<command-name>/x</command-name>")),
+            (serde_json::json!({}), serde_json::json!("<command-name>/clear</command-name>")),
+            (serde_json::json!({}), serde_json::json!("[Request interrupted by user]")),
+            (serde_json::json!({"isCompactSummary": true}), serde_json::json!("This session is being continued")),
+            (serde_json::json!({}), serde_json::json!([{"type":"image","source":{"type":"base64","data":"AAAA"}}])),
+        ] {
+            let mut v = serde_json::json!({"type":"user","uuid":"u","sessionId":"S","message":{"role":"user","content":content}});
+            for (k, x) in extra.as_object().unwrap() {
+                v[k] = x.clone();
+            }
+            s += &line(v);
+        }
+        s += &line(
+            serde_json::json!({"type":"user","uuid":"ok","sessionId":"S","message":{"role":"user","content":[{"type":"text","text":"real <system-reminder>noise</system-reminder>question"}]}}),
+        );
+        s += &line(serde_json::json!({"type":"brand-new-type","x":1}));
+        s += &line(serde_json::json!([1, 2]));
+        let p = parse(s.as_bytes());
+        assert_eq!(p.messages.len(), 1);
+        assert_eq!(p.messages[0].text, "real question");
+        assert_eq!(p.skipped.len(), 1);
+    }
+
+    #[test]
+    fn paths_relative_to_root() {
+        assert_eq!(relative_to("/home/u/proj/src/a.rs", "/home/u/proj"), "src/a.rs");
+        assert_eq!(relative_to("/home/u/project2/a.rs", "/home/u/proj"), "/home/u/project2/a.rs");
+        assert_eq!(relative_to("d:\\Work\\App\\src\\x.cs", "D:\\Work\\App"), "src/x.cs");
+    }
+}

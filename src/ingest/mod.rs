@@ -1,0 +1,3 @@
+//! Transcript formats → sessions. Pure: bytes in, parsed sessions out; never touches storage.
+
+pub mod claude;
