@@ -10,7 +10,7 @@ models:
 	$(PYTHON) models/provision.py
 
 demo: models
-	$(CARGO) run --release --example quickstart
+	$(CARGO) run --release --example demo
 
 test: models
 	@if command -v cargo-nextest >/dev/null 2>&1; then \
@@ -28,3 +28,5 @@ check: test
 
 bench: models
 	$(CARGO) bench --bench embed
+	$(CARGO) bench --bench search
+	$(CARGO) bench --bench ingest

@@ -58,7 +58,7 @@ impl Default for HnswParams {
     }
 }
 
-const DUMP_FORMAT: u32 = 2;
+const DUMP_FORMAT: u32 = 3;
 const BASENAME: &str = "graph";
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -81,8 +81,16 @@ pub enum LoadFailure {
     Corrupt(String),
 }
 
+type Graph = Hnsw<'static, f32, UnitCosine>;
+
 pub(crate) struct Ann {
-    graph: Hnsw<'static, f32, UnitCosine>,
+    /// `None` while a persisted graph is still being read in the background.
+    graph: Option<Graph>,
+    /// The background load, when one is under way.
+    loading: Option<std::sync::Mutex<std::sync::mpsc::Receiver<std::result::Result<Graph, String>>>>,
+    /// Vectors added while the graph was loading, inserted once it arrives.
+    pending: Vec<u64>,
+    params: HnswParams,
     dim: usize,
     arena: Vec<f32>,
     rows: BTreeMap<u64, u32>,
@@ -93,8 +101,74 @@ pub(crate) struct Ann {
 
 impl Ann {
     pub(crate) fn new(dim: usize, params: HnswParams, capacity: usize) -> Ann {
-        let graph = Hnsw::new(params.max_connections, capacity.max(1024), 16, params.ef_construction, UnitCosine);
-        Ann { graph, dim, arena: Vec::new(), rows: BTreeMap::new(), row_ids: Vec::new(), tombstones: HashSet::new() }
+        Ann {
+            graph: Some(new_graph(params, capacity)),
+            loading: None,
+            pending: Vec::new(),
+            params,
+            dim,
+            arena: Vec::new(),
+            rows: BTreeMap::new(),
+            row_ids: Vec::new(),
+            tombstones: HashSet::new(),
+        }
+    }
+
+    /// True when the graph can be searched (false while it is still loading).
+    pub(crate) fn graph_ready(&self) -> bool {
+        self.graph.is_some()
+    }
+
+    /// True while a background load is under way.
+    pub(crate) fn loading(&self) -> bool {
+        self.loading.is_some()
+    }
+
+    /// Takes the background-loaded graph if it has arrived (`wait`: block until it does).
+    /// A failed load falls back to building the graph from the vectors.
+    pub(crate) fn poll(&mut self, wait: bool) {
+        let Some(rx) = &self.loading else { return };
+        let rx = rx.lock().unwrap_or_else(|e| e.into_inner());
+        let got = if wait {
+            rx.recv().map_err(|_| "loader thread ended".to_string())
+        } else {
+            match rx.try_recv() {
+                Ok(g) => Ok(g),
+                Err(std::sync::mpsc::TryRecvError::Empty) => return,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => Err("loader thread ended".to_string()),
+            }
+        };
+        drop(rx);
+        self.loading = None;
+        let graph = match got {
+            Ok(Ok(g)) => g,
+            Ok(Err(_)) | Err(_) => {
+                let g = new_graph(self.params, self.row_ids.len());
+                self.pending = self.row_ids.clone();
+                g
+            }
+        };
+        self.graph = Some(graph);
+        let ids = std::mem::take(&mut self.pending);
+        let items: Vec<(u64, Vec<f32>)> =
+            ids.iter().filter_map(|id| self.rows.get(id).map(|&r| (*id, self.vector(r).to_vec()))).collect();
+        let refs: Vec<(u64, &[f32])> = items.iter().map(|(id, v)| (*id, v.as_slice())).collect();
+        self.insert_into_graph(&refs);
+    }
+
+    fn insert_into_graph(&mut self, items: &[(u64, &[f32])]) {
+        let Some(graph) = &self.graph else {
+            self.pending.extend(items.iter().map(|(id, _)| *id));
+            return;
+        };
+        if items.len() >= 256 {
+            let batch: Vec<(&[f32], usize)> = items.iter().map(|(id, v)| (*v, *id as usize)).collect();
+            graph.parallel_insert_slice(&batch);
+        } else {
+            for (id, v) in items {
+                graph.insert_slice((v, *id as usize));
+            }
+        }
     }
 
     /// Vectors in the graph, tombstoned ones included.
@@ -130,14 +204,7 @@ impl Ann {
             self.row_ids.push(*id);
             self.tombstones.remove(&(id >> 8));
         }
-        if items.len() >= 256 {
-            let batch: Vec<(&[f32], usize)> = items.iter().map(|(id, v)| (*v, *id as usize)).collect();
-            self.graph.parallel_insert_slice(&batch);
-        } else {
-            for (id, v) in &items {
-                self.graph.insert_slice((v, *id as usize));
-            }
-        }
+        self.insert_into_graph(&items);
     }
 
     /// Marks a document's vectors as deleted.
@@ -162,11 +229,15 @@ impl Ann {
         keep: Option<&(dyn Fn(u64) -> bool + Sync)>,
     ) -> Vec<(u64, f32)> {
         let ef = ef.max(knbn);
+        let Some(graph) = &self.graph else {
+            // Still loading: the exact scan answers (callers check `graph_ready` first).
+            return self.search_exact(query, None, 0, knbn);
+        };
         let neighbours = match (keep, self.tombstones.is_empty()) {
-            (None, true) => self.graph.search(query, knbn, ef),
+            (None, true) => graph.search(query, knbn, ef),
             (keep, _) => {
                 let filter = DocFilter { keep, tombstones: &self.tombstones };
-                self.graph.search_filter(query, knbn, ef, Some(&filter))
+                graph.search_filter(query, knbn, ef, Some(&filter))
             }
         };
         neighbours.into_iter().map(|n| (n.get_origin_id() as u64, 1.0 - n.get_distance())).collect()
@@ -231,8 +302,12 @@ impl Ann {
         top.into_sorted()
     }
 
-    /// Writes the graph to `dir` atomically (a fresh directory swapped into place).
+    /// Writes the graph to `dir` atomically (a fresh directory swapped into place). The caller
+    /// first finishes a background load (`poll(true)`).
     pub(crate) fn dump(&self, dir: &Path, generation: u64) -> Result<()> {
+        let Some(graph) = self.graph.as_ref() else {
+            return Err(Error::InvalidArgument("graph still loading; poll(true) before dump".into()));
+        };
         let parent = dir.parent().unwrap_or(Path::new("."));
         let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("vectors");
         let tmp = parent.join(format!("{name}.tmp"));
@@ -242,12 +317,13 @@ impl Ann {
         if self.rows.is_empty() {
             // hnsw_rs cannot dump an empty graph; an empty manifest stands for it.
         } else {
-            self.graph.file_dump(&tmp, BASENAME).map_err(|e| Error::io(&tmp, std::io::Error::other(e.to_string())))?;
+            graph.file_dump(&tmp, BASENAME).map_err(|e| Error::io(&tmp, std::io::Error::other(e.to_string())))?;
         }
+        write_synced(&tmp.join(VECTORS_FILE), &self.vectors_bytes())?;
         let mut files = Vec::new();
-        for suffix in ["hnsw.graph", "hnsw.data"] {
+        for suffix in ["hnsw.graph", "hnsw.data", "vectors"] {
             let f = tmp.join(format!("{BASENAME}.{suffix}"));
-            if f.exists() {
+            if f.exists() && !self.rows.is_empty() {
                 let bytes = std::fs::read(&f).map_err(|e| Error::io(&f, e))?;
                 files.push((format!("{BASENAME}.{suffix}"), bytes.len() as u64, xxhash_rust::xxh3::xxh3_64(&bytes)));
             }
@@ -291,9 +367,10 @@ impl Ann {
         if m.points == 0 {
             return Ok((Ann::new(dim, params, 0), m.generation));
         }
-        if m.files.len() != 2 {
+        if m.files.len() != 3 {
             return Err(LoadFailure::Corrupt("graph files missing from manifest".into()));
         }
+        let mut vectors = Vec::new();
         for (name, len, hash) in &m.files {
             let p = dir.join(name);
             let data = match std::fs::read(&p) {
@@ -304,46 +381,74 @@ impl Ann {
             if data.len() as u64 != *len || xxhash_rust::xxh3::xxh3_64(&data) != *hash {
                 return Err(LoadFailure::Corrupt(format!("{name}: size or checksum differs from manifest")));
             }
-        }
-        // hnsw_rs ties the graph's lifetime to its loader; the loader is a few hundred bytes and
-        // is leaked once per load so the graph can be 'static.
-        let io: &'static HnswIo = Box::leak(Box::new(HnswIo::new(dir, BASENAME)));
-        let loaded = std::panic::catch_unwind(|| io.load_hnsw_with_dist::<f32, UnitCosine>(UnitCosine));
-        let graph = match loaded {
-            Ok(Ok(g)) => g,
-            Ok(Err(e)) => return Err(LoadFailure::Corrupt(e.to_string())),
-            Err(_) => return Err(LoadFailure::Corrupt("hnsw_rs rejected the files".into())),
-        };
-        let mut ann = Ann {
-            graph,
-            dim,
-            arena: Vec::with_capacity(m.points * dim),
-            rows: BTreeMap::new(),
-            row_ids: Vec::with_capacity(m.points),
-            tombstones: HashSet::new(),
-        };
-        let mut points: Vec<(u64, Vec<f32>)> = ann
-            .graph
-            .get_point_indexation()
-            .into_iter()
-            .map(|p| (p.get_origin_id() as u64, p.get_v().to_vec()))
-            .collect();
-        points.sort_unstable_by_key(|p| p.0);
-        for (id, v) in points {
-            if v.len() != dim {
-                return Err(LoadFailure::Corrupt(format!("point {id} has {} dims", v.len())));
+            if name == VECTORS_FILE {
+                vectors = data;
             }
-            let row = (ann.arena.len() / dim) as u32;
-            ann.arena.extend_from_slice(&v);
-            ann.rows.insert(id, row);
-            ann.row_ids.push(id);
         }
-        if ann.rows.len() != m.points {
-            return Err(LoadFailure::Corrupt(format!("{} points, manifest says {}", ann.rows.len(), m.points)));
-        }
+        let mut ann = Ann::new(dim, params, 0);
+        ann.graph = None;
+        ann.read_vectors(&vectors, m.points).map_err(LoadFailure::Corrupt)?;
+        // hnsw_rs's loader builds millions of small allocations (seconds at 100k vectors), so it
+        // runs in the background; until it is done the exact scan answers. hnsw_rs ties the
+        // graph's lifetime to its loader, which is a few hundred bytes and leaked once per load
+        // so the graph can be 'static.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let gdir = dir.to_path_buf();
+        std::thread::spawn(move || {
+            let io: &'static HnswIo = Box::leak(Box::new(HnswIo::new(&gdir, BASENAME)));
+            let loaded = std::panic::catch_unwind(|| io.load_hnsw_with_dist::<f32, UnitCosine>(UnitCosine));
+            let _ = tx.send(match loaded {
+                Ok(Ok(g)) => Ok(g),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err("hnsw_rs rejected the files".to_string()),
+            });
+        });
+        ann.loading = Some(std::sync::Mutex::new(rx));
         ann.tombstones = m.tombstones.into_iter().collect();
         Ok((ann, m.generation))
     }
+}
+
+const VECTORS_FILE: &str = "graph.vectors";
+const VECTORS_MAGIC: &[u8; 8] = b"CVXVEC01";
+
+impl Ann {
+    /// `graph.vectors`: magic, dim (u32 LE), count (u64 LE), ids (u64 LE each), then the
+    /// vectors (f32 LE), in arena order. Read back in one pass on open.
+    fn vectors_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(20 + self.row_ids.len() * (8 + 4 * self.dim));
+        out.extend_from_slice(VECTORS_MAGIC);
+        out.extend_from_slice(&(self.dim as u32).to_le_bytes());
+        out.extend_from_slice(&(self.row_ids.len() as u64).to_le_bytes());
+        for id in &self.row_ids {
+            out.extend_from_slice(&id.to_le_bytes());
+        }
+        for x in &self.arena {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        out
+    }
+
+    fn read_vectors(&mut self, b: &[u8], points: usize) -> std::result::Result<(), String> {
+        let header = 8 + 4 + 8;
+        if b.len() < header || &b[..8] != VECTORS_MAGIC {
+            return Err("vectors file: bad header".into());
+        }
+        let dim = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")) as usize;
+        let n = u64::from_le_bytes(b[12..20].try_into().expect("8 bytes")) as usize;
+        if dim != self.dim || n != points || b.len() != header + n * 8 + n * dim * 4 {
+            return Err("vectors file: size differs from manifest".into());
+        }
+        let (ids, data) = b[header..].split_at(n * 8);
+        self.row_ids = ids.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+        self.arena = data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
+        self.rows = self.row_ids.iter().enumerate().map(|(r, id)| (*id, r as u32)).collect();
+        Ok(())
+    }
+}
+
+fn new_graph(params: HnswParams, capacity: usize) -> Graph {
+    Hnsw::new(params.max_connections, capacity.max(1024), 16, params.ef_construction, UnitCosine)
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {

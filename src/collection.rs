@@ -78,7 +78,9 @@ impl std::fmt::Debug for CollectionOptions {
 /// What happened to the vector index when the collection was opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VectorIndexState {
-    /// The persisted graph matched the store and was loaded as is.
+    /// The persisted graph matched the store and was loaded as is. Its vectors are read at
+    /// once; the HNSW links are read on a background thread (seconds at 100k vectors), and
+    /// searches use the exact scan until they are in.
     Loaded,
     /// The persisted graph was older than the store; missing vectors were added and deleted
     /// ones tombstoned.
@@ -649,6 +651,14 @@ impl Collection {
         self.flush()
     }
 
+    /// Blocks until a persisted graph that is being read in the background (see
+    /// [`VectorIndexState::Loaded`]) is ready; until then searches use the exact scan.
+    pub fn wait_for_vector_index(&self) {
+        if self.ann.read().unwrap_or_else(|e| e.into_inner()).loading() {
+            self.ann.write().unwrap_or_else(|e| e.into_inner()).poll(true);
+        }
+    }
+
     /// Persists the graph if it changed since the last flush (also done on drop).
     pub fn flush(&self) -> Result<()> {
         if !self.dirty.swap(false, Ordering::SeqCst) {
@@ -656,6 +666,9 @@ impl Collection {
         }
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let generation = read_generation(&self.db)?;
+        if self.ann.read().unwrap_or_else(|e| e.into_inner()).loading() {
+            self.ann.write().unwrap_or_else(|e| e.into_inner()).poll(true);
+        }
         let ann = self.ann.read().unwrap_or_else(|e| e.into_inner());
         let res = ann.dump(&self.dir.join("vectors"), generation);
         if res.is_err() {

@@ -23,7 +23,47 @@ pub struct IndexOptions {
     pub tenant: Option<String>,
     /// Skip session files whose path contains any of these strings. Default: none.
     pub exclude: Vec<String>,
+    /// Skip projects whose folder name or recorded path contains any of these strings.
+    /// Default: none.
+    pub exclude_projects: Vec<String>,
 }
+
+/// Settings read from a config file (`~/.config/convdex/config.json` by default):
+/// `{"exclude_projects": ["scratch"], "exclude_paths": ["/tmp/"]}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Added to [`IndexOptions::exclude_projects`].
+    pub exclude_projects: Vec<String>,
+    /// Added to [`IndexOptions::exclude`].
+    pub exclude_paths: Vec<String>,
+}
+
+impl Config {
+    /// Reads a config file; a missing file is the default config.
+    pub fn load(path: &Path) -> Result<Config> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| {
+                Error::InvalidArgument(format!(
+                    "config file {}: {e}; expected {{\"exclude_projects\": [..], \"exclude_paths\": [..]}}",
+                    path.display()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+
+    /// Applies the config to indexing options.
+    pub fn apply(&self, options: &mut IndexOptions) {
+        options.exclude_projects.extend(self.exclude_projects.iter().cloned());
+        options.exclude.extend(self.exclude_paths.iter().cloned());
+    }
+}
+
+/// Folders written by other memory tools' automated sessions (claude-mem observers): they would
+/// flood search with machine-written prompts, so they are never indexed.
+const AUTOMATED_PROJECT_MARKERS: &[&str] = &["claude-mem-observer", "observer-sessions"];
 
 /// What an indexing run did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -48,6 +88,8 @@ pub struct IndexReport {
     pub redactions: RedactionCounts,
     /// Collections written to.
     pub collections: Vec<String>,
+    /// Project folders skipped by exclusion rules.
+    pub projects_excluded: usize,
     /// Wall time.
     #[serde(skip)]
     pub elapsed: Duration,
@@ -259,15 +301,56 @@ fn file_state(path: &Path) -> Option<(u64, i64)> {
     Some((m.len(), mtime))
 }
 
+/// Progress of an indexing run, reported once per session.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// Sessions handled so far (this one included).
+    pub done: usize,
+    /// Sessions found.
+    pub total: usize,
+    /// The session's id.
+    pub session: &'a str,
+}
+
 /// Indexes every session under `paths` into one collection per project.
 pub fn index_paths(index: &Index, paths: &[PathBuf], options: &IndexOptions) -> Result<IndexReport> {
+    index_paths_with_progress(index, paths, options, &mut |_| {})
+}
+
+/// [`index_paths`] with a callback after each session (for progress bars).
+pub fn index_paths_with_progress(
+    index: &Index,
+    paths: &[PathBuf],
+    options: &IndexOptions,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<IndexReport> {
     let start = Instant::now();
     let mut report = IndexReport::default();
     let tenant = options.tenant.clone().unwrap_or_else(default_tenant);
+    let mut folders = Vec::new();
     for path in paths {
         for folder in discover(path)? {
-            index_folder(index, &tenant, &folder, options, &mut report)?;
+            let name = folder.dir.to_string_lossy().to_lowercase();
+            let path = project_path(&folder).unwrap_or_default().to_lowercase();
+            let excluded = AUTOMATED_PROJECT_MARKERS.iter().any(|m| name.contains(m) || path.contains(m))
+                || options.exclude_projects.iter().any(|x| {
+                    let x = x.to_lowercase();
+                    name.contains(&x) || path.contains(&x)
+                });
+            if excluded {
+                report.projects_excluded += 1;
+            } else {
+                folders.push(folder);
+            }
         }
+    }
+    let total = folders.iter().map(|f| f.sessions.len()).sum();
+    let mut done = 0;
+    for folder in &folders {
+        index_folder(index, &tenant, folder, options, &mut report, &mut |session| {
+            done += 1;
+            progress(Progress { done, total, session });
+        })?;
     }
     report.collections.sort();
     report.collections.dedup();
@@ -303,6 +386,7 @@ fn index_folder(
     folder: &ProjectFolder,
     options: &IndexOptions,
     report: &mut IndexReport,
+    tick: &mut dyn FnMut(&str),
 ) -> Result<()> {
     let sessions: Vec<&SessionFiles> = folder
         .sessions
@@ -320,6 +404,7 @@ fn index_folder(
     report.collections.push(coll.name().to_string());
     for s in sessions {
         index_session(&coll, &root, s, options, report)?;
+        tick(&s.id);
     }
     coll.touch_indexed_at(chrono::Utc::now())?;
     coll.flush()?;

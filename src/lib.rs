@@ -61,7 +61,10 @@ pub use doc::{
 pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder};
 pub use error::{Error, Result};
 pub use index::{CollectionInfo, Index, Options, collection_name, validate_name};
-pub use indexer::{IndexOptions, IndexReport, encode_project_dir, index_paths, normalize_name};
+pub use indexer::{
+    Config, IndexOptions, IndexReport, Progress, encode_project_dir, index_paths, index_paths_with_progress,
+    normalize_name,
+};
 pub use search::{Hit, Hits, Plan, PlanPath, SearchBuilder};
 
 /// The README's code blocks, compiled as doctests so the README stays true.

@@ -15,6 +15,9 @@ struct Cli {
     /// ~/.local/share/convdex).
     #[arg(long, global = true, env = "CONVDEX_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// Config file (default: ~/.config/convdex/config.json): exclude_projects, exclude_paths.
+    #[arg(long, global = true, env = "CONVDEX_CONFIG")]
+    config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -147,8 +150,31 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Index { paths, force, tenant, exclude, json } => {
             let paths = if paths.is_empty() { vec![default_history()] } else { paths };
             let index = Index::open(&dir, Options::default())?;
-            let report = convdex::index_paths(&index, &paths, &IndexOptions { force, tenant, exclude })
-                .context("indexing failed")?;
+            let mut options = IndexOptions { force, tenant, exclude, ..Default::default() };
+            let config_path =
+                cli.config.clone().or_else(|| dirs::config_dir().map(|d| d.join("convdex").join("config.json")));
+            if let Some(p) = config_path {
+                convdex::Config::load(&p)?.apply(&mut options);
+            }
+            let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
+                let b = indicatif::ProgressBar::new(0);
+                b.set_style(
+                    indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} sessions {msg}")
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                b
+            });
+            let report = convdex::index_paths_with_progress(&index, &paths, &options, &mut |p| {
+                if let Some(b) = &bar {
+                    b.set_length(p.total as u64);
+                    b.set_position(p.done as u64);
+                    b.set_message(p.session.chars().take(8).collect::<String>());
+                }
+            })
+            .context("indexing failed")?;
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {

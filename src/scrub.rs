@@ -117,6 +117,10 @@ fn placeholder(value: &str) -> bool {
     if placeholder_word(v) {
         return true;
     }
+    // A type, array, template or expression (`tokens: [B, T]`, `${{ secrets.X }}`), not a value.
+    if !v.chars().next().is_some_and(|c| c.is_ascii_alphanumeric()) {
+        return true;
+    }
     // An identifier or expression, not a value: `password = get_password()`, `token: user.token`.
     if v.contains('(') || v.contains('.') && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_') {
         return true;
@@ -212,6 +216,8 @@ mod tests {
             "password: ********",
             "let token = get_token();",
             "Password = \"REPLACE_WITH_HASH\"",
+            "# tokens: [B, T] -> h: [B, T, D]",
+            "token: ${{ secrets.GITHUB_TOKEN }}",
         ] {
             assert!(kinds(text).is_empty(), "{text} was redacted: {}", scrub(text).0);
         }

@@ -342,15 +342,22 @@ impl<'c> SearchBuilder<'c> {
                 v
             }
         };
+        // Take a graph that finished loading in the background since the last search.
+        if coll.ann.read().unwrap_or_else(|e| e.into_inner()).loading() {
+            coll.ann.write().unwrap_or_else(|e| e.into_inner()).poll(false);
+        }
+        let graph_ready = coll.ann.read().unwrap_or_else(|e| e.into_inner()).graph_ready();
         let tx = coll.db.begin_read()?;
         let total = tx.open_table(DOCS)?.len()? as usize;
         let cands = self.candidates(&tx)?;
         let candidates = cands.as_ref().map_or(total, DocSet::len);
         let selectivity = if total == 0 { 0.0 } else { candidates as f32 / total as f32 };
-        let exact = self.exact.unwrap_or(
-            candidates <= coll.options.exact_threshold
-                || (cands.is_some() && selectivity < coll.options.exact_fraction),
-        );
+        // Until a persisted graph has finished loading, the exact scan answers.
+        let exact = !graph_ready
+            || self.exact.unwrap_or(
+                candidates <= coll.options.exact_threshold
+                    || (cands.is_some() && selectivity < coll.options.exact_fraction),
+            );
         let base_ef = coll.options.hnsw.ef_search.max(self.limit * 2);
         let ef = self.ef.unwrap_or_else(|| {
             if cands.is_none() {

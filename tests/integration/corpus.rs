@@ -277,3 +277,54 @@ fn planted_secrets_never_reach_disk() {
     assert!(placeholder.content.contains("your-key-here") && placeholder.content.contains("your-app-password"));
     assert!(docs.iter().all(|d| matches!(d.body, DocBody::Message(_))));
 }
+
+/// Observer sessions of other memory tools are never indexed; a config file excludes projects.
+#[test]
+fn exclusion_rules_and_config_file() {
+    let src = shared().join("transcripts/obra+episodic-memory/tiny-conversation.jsonl");
+    let tmp = tempfile::tempdir().unwrap();
+    for folder in ["-home-u-app", "-home-u-scratch", "C--Users-a--claude-mem-observer-sessions"] {
+        let d = tmp.path().join("projects").join(folder);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::copy(&src, d.join("aaaaaaaa-0000-0000-0000-000000000000.jsonl")).unwrap();
+    }
+    let cfg = tmp.path().join("config.json");
+    std::fs::write(&cfg, r#"{"exclude_projects": ["scratch"]}"#).unwrap();
+    let mut opts = IndexOptions { tenant: Some("t".into()), ..Default::default() };
+    convdex::Config::load(&cfg).unwrap().apply(&mut opts);
+    let data = tempfile::tempdir().unwrap();
+    let index = hash_index(data.path());
+    let report = convdex::index_paths(&index, &[tmp.path().join("projects")], &opts).unwrap();
+    assert_eq!(report.projects_excluded, 2);
+    assert_eq!(report.sessions_new, 1);
+    // A malformed config is a typed error naming the file; a missing one is the default.
+    std::fs::write(&cfg, r#"{"exclude": 3}"#).unwrap();
+    let err = convdex::Config::load(&cfg).unwrap_err();
+    assert!(err.to_string().contains("config.json"), "{err}");
+    assert_eq!(convdex::Config::load(&tmp.path().join("none.json")).unwrap(), convdex::Config::default());
+}
+
+/// Claude Code deletes old transcripts: their documents stay, they are the only copy left.
+#[test]
+fn documents_outlive_their_deleted_transcript() {
+    let src = shared().join("transcripts/obra+episodic-memory/tiny-conversation.jsonl");
+    let tmp = tempfile::tempdir().unwrap();
+    let proj = tmp.path().join("projects/-home-u-app");
+    std::fs::create_dir_all(&proj).unwrap();
+    let keep = proj.join("bbbbbbbb-0000-0000-0000-000000000000.jsonl");
+    let gone = proj.join("cccccccc-0000-0000-0000-000000000000.jsonl");
+    std::fs::copy(&src, &keep).unwrap();
+    std::fs::copy(&src, &gone).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let index = hash_index(data.path());
+    let opts = IndexOptions { tenant: Some("t".into()), ..Default::default() };
+    let first = convdex::index_paths(&index, &[tmp.path().join("projects")], &opts).unwrap();
+    assert_eq!(first.sessions_new, 2);
+    std::fs::remove_file(&gone).unwrap();
+    let second = convdex::index_paths(&index, &[tmp.path().join("projects")], &opts).unwrap();
+    assert_eq!(second.sessions_skipped, 1);
+    let c = index.collections().unwrap().remove(0);
+    let coll = index.collection(&c.tenant, &c.project).unwrap();
+    assert_eq!(coll.len().unwrap(), first.messages);
+    assert!(!coll.session_documents("cccccccc-0000-0000-0000-000000000000").unwrap().is_empty());
+}

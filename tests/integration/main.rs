@@ -3,6 +3,7 @@
 
 mod common;
 mod corpus;
+mod corpus_search;
 mod durability;
 mod embed;
 mod engine;
