@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::collection::Collection;
-use crate::doc::{DocKind, Document, ExtractionMethod, FileAction, FileRef, MessageFields, now_millis};
+use crate::doc::{
+    DecisionFields, DocBody, DocKind, Document, ExtractionMethod, FileAction, FileRef, MessageFields, Role,
+    SummaryFields, now_millis,
+};
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::ingest::claude::{self, ParsedFile, SkippedLine};
@@ -80,6 +83,8 @@ pub struct IndexReport {
     pub messages: usize,
     /// Vectors written.
     pub chunks: usize,
+    /// Decisions extracted (in sessions indexed by this run).
+    pub decisions: usize,
     /// Chunks the model embedded (the rest came from the cache).
     pub embedded: usize,
     /// Lines skipped, with their file.
@@ -471,7 +476,12 @@ fn index_session(
     if previous.is_some() && !appended {
         coll.delete_session(&s.id)?;
     }
-    let docs = documents(&s.id, root, &parsed, report);
+    let mut docs = documents(&s.id, root, &parsed, report);
+    let decisions = decision_documents(&docs);
+    docs.extend(decisions);
+    if let Some(summary) = summary_document(&s.id, &parsed, &docs) {
+        docs.push(summary);
+    }
     // On append, only messages not stored yet (or changed) are written.
     let mut fresh = Vec::with_capacity(docs.len());
     for d in docs {
@@ -482,9 +492,10 @@ fn index_session(
         }
         fresh.push(d);
     }
+    report.messages += fresh.iter().filter(|d| d.kind() == DocKind::Message).count();
+    report.decisions += fresh.iter().filter(|d| d.kind() == DocKind::Decision).count();
     for batch in fresh.chunks(256) {
         let r = coll.add(batch)?;
-        report.messages += r.documents;
         report.chunks += r.chunks;
         report.embedded += r.embedded;
     }
@@ -570,6 +581,162 @@ fn documents(
         }
     }
     out
+}
+
+/// Decision documents for the messages of one session (heuristic extraction, see
+/// [`crate::extract`]). Ids are derived from the source message and the decision's ordinal.
+fn decision_documents(messages: &[Document]) -> Vec<Document> {
+    let mut out = Vec::new();
+    let mut previous: Option<&Document> = None;
+    for m in messages {
+        let DocBody::Message(mf) = &m.body else { continue };
+        let turn = crate::extract::Turn { role: mf.role, text: &m.content };
+        let prev = previous.and_then(|p| match &p.body {
+            DocBody::Message(pm) => Some(crate::extract::Turn { role: pm.role, text: &p.content }),
+            _ => None,
+        });
+        for (k, d) in crate::extract::extract(turn, prev).into_iter().enumerate() {
+            out.push(Document {
+                id: Document::stable_id(&m.session_id, DocKind::Decision, &format!("{}#{k}", mf.message_uuid)),
+                session_id: m.session_id.clone(),
+                timestamp: m.timestamp,
+                content: d.content,
+                tags: m.tags.clone(),
+                domain: m.domain.clone(),
+                files_discussed: m.files_discussed.clone(),
+                commits_made: m.commits_made.clone(),
+                indexed_at: now_millis(),
+                extraction_method: ExtractionMethod::Heuristic,
+                body: DocBody::Decision(DecisionFields {
+                    summary: d.summary,
+                    alternatives: d.alternatives,
+                    reasoning: d.reasoning,
+                    confidence: d.confidence,
+                    source_message_uuid: mf.message_uuid.clone(),
+                    status: d.status,
+                    superseded_by: None,
+                    supersedes: Vec::new(),
+                }),
+            });
+        }
+        previous = Some(m);
+    }
+    out
+}
+
+fn first_sentence(text: &str, max: usize) -> String {
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut = one.find(". ").map_or(one.as_str(), |i| &one[..=i]);
+    if cut.chars().count() > max {
+        format!("{}…", cut.chars().take(max - 1).collect::<String>())
+    } else {
+        cut.to_string()
+    }
+}
+
+/// The session's `summary` document: goal, outcome, topics, files, decisions, commits, errors
+/// (resolved when the same tool later succeeded), duration; `content` is a readable paragraph.
+fn summary_document(
+    session: &str,
+    parsed: &[(ParsedFile, Option<&str>, FileState)],
+    docs: &[Document],
+) -> Option<Document> {
+    let messages: Vec<&Document> = docs.iter().filter(|d| d.kind() == DocKind::Message).collect();
+    let first_user = messages
+        .iter()
+        .find(|d| matches!(&d.body, DocBody::Message(m) if m.role == Role::User && m.agent.is_none()))?;
+    let last_assistant = messages
+        .iter()
+        .rev()
+        .find(|d| matches!(&d.body, DocBody::Message(m) if m.role == Role::Assistant && m.agent.is_none()));
+    let start = messages.iter().map(|d| d.timestamp).min()?;
+    let end = messages.iter().map(|d| d.timestamp).max()?;
+    let goal = first_sentence(&first_user.content, 200);
+    let outcome = last_assistant.map(|d| first_sentence(&d.content, 200)).unwrap_or_default();
+    let mut files: Vec<FileRef> = Vec::new();
+    let mut commits = Vec::new();
+    let mut tag_counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in &messages {
+        for f in &d.files_discussed {
+            match files.iter_mut().find(|x| x.path == f.path) {
+                Some(x) => x.action = x.action.max(f.action),
+                None => files.push(FileRef { path: f.path.clone(), line_ranges: vec![], action: f.action }),
+            }
+        }
+        for c in &d.commits_made {
+            if !commits.contains(c) {
+                commits.push(c.clone());
+            }
+        }
+        for t in &d.tags {
+            if !t.starts_with("agent:") {
+                *tag_counts.entry(t.as_str()).or_default() += 1;
+            }
+        }
+    }
+    let mut topics: Vec<(&str, usize)> = tag_counts.into_iter().collect();
+    topics.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let key_topics: Vec<String> = topics.into_iter().take(6).map(|(t, _)| t.to_string()).collect();
+    let decisions: Vec<&Document> = docs.iter().filter(|d| d.kind() == DocKind::Decision).collect();
+    let mut errors = Vec::new();
+    for (pf, _, _) in parsed {
+        for e in &pf.errors {
+            let resolved = pf.successes.iter().any(|(tool, t)| *tool == e.tool && *t > e.timestamp);
+            let (text, _) = scrub(&format!("{}: {}", e.tool, e.text));
+            errors.push((text, resolved));
+        }
+    }
+    let edited: Vec<&str> =
+        files.iter().filter(|f| f.action != FileAction::Read).map(|f| f.path.as_str()).take(8).collect();
+    let mut content = format!("Goal: {goal}");
+    if !outcome.is_empty() {
+        content.push_str(&format!(" Outcome: {outcome}"));
+    }
+    if !key_topics.is_empty() {
+        content.push_str(&format!(" Topics: {}.", key_topics.join(", ")));
+    }
+    if !edited.is_empty() {
+        content.push_str(&format!(" Files changed: {}.", edited.join(", ")));
+    }
+    for d in decisions.iter().take(5) {
+        if let DocBody::Decision(f) = &d.body {
+            content.push_str(&format!(" Decided: {}.", f.summary));
+        }
+    }
+    for c in commits.iter().take(5) {
+        content.push_str(&format!(" Commit {} {}.", c.sha, c.message));
+    }
+    let unresolved = errors.iter().filter(|e| !e.1).count();
+    if !errors.is_empty() {
+        content.push_str(&format!(" {} tool errors, {unresolved} unresolved.", errors.len()));
+    }
+    let minutes = (end - start).num_minutes();
+    content.push_str(&format!(" {} messages over {minutes} min.", messages.len()));
+    Some(Document {
+        id: Document::stable_id(session, DocKind::Summary, ""),
+        session_id: session.to_string(),
+        timestamp: end,
+        content,
+        tags: key_topics.clone(),
+        domain: first_user.domain.clone(),
+        files_discussed: files,
+        commits_made: commits,
+        indexed_at: now_millis(),
+        extraction_method: ExtractionMethod::Heuristic,
+        body: DocBody::Summary(SummaryFields {
+            goal,
+            outcome,
+            key_topics,
+            decisions: decisions.iter().map(|d| d.id).collect(),
+            errors,
+            tasks_completed: Vec::new(),
+            tasks_remaining: Vec::new(),
+            previous_session: None,
+            next_session: None,
+            started_at_ms: start.timestamp_millis(),
+            ended_at_ms: end.timestamp_millis(),
+        }),
+    })
 }
 
 impl Collection {

@@ -39,6 +39,7 @@ mod docset;
 pub mod embed;
 pub mod enrich;
 mod error;
+pub mod extract;
 mod index;
 mod indexer;
 pub mod ingest;

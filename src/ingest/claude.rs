@@ -81,6 +81,8 @@ pub struct ParsedFile {
     pub title: Option<String>,
     /// Failed tool calls.
     pub errors: Vec<ToolError>,
+    /// Successful tool results: (tool, time), to tell whether an error was resolved later.
+    pub successes: Vec<(String, DateTime<Utc>)>,
     /// True when records are sidechain (sub-agent) records.
     pub sidechain: bool,
 }
@@ -416,6 +418,7 @@ fn apply_result(tool: &ToolUse, block: &Value, record: &Value, ts: DateTime<Utc>
         out.errors.push(ToolError { tool: name.to_string(), text: first, timestamp: ts });
         return;
     }
+    out.successes.push((name.to_string(), ts));
     let msg = &mut out.messages[tool.message];
     match name {
         "Write" => {

@@ -96,3 +96,45 @@ fn paraphrases_find_their_messages_with_filters() {
     let other = coll.search("which vector database did we pick?").domain("frontend").run().unwrap();
     assert!(other.iter().all(|h| h.doc.domain.as_deref() == Some("frontend")));
 }
+
+/// The seed example end to end: a transcript message choosing chromem over Qdrant yields a
+/// decision with its alternative and reasoning, and it is the top decision for the question.
+#[test]
+fn seed_decision_is_extracted_and_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let proj = tmp.path().join("projects/-home-dev-contextd");
+    std::fs::create_dir_all(&proj).unwrap();
+    let s = "0c0ffee0-0000-4000-8000-000000000001";
+    let lines = [
+        serde_json::json!({"type":"user","uuid":"q1","sessionId":s,"cwd":"/home/dev/contextd","timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":"We need somewhere to keep embeddings for the conversation index."}}),
+        serde_json::json!({"type":"assistant","uuid":"a1","sessionId":s,"cwd":"/home/dev/contextd","timestamp":"2026-01-05T10:00:05.000Z","message":{"id":"m1","model":"m","role":"assistant","content":[{"type":"text","text":"Qdrant runs as a separate service; chromem is an embedded Go library. Both support cosine search."}]}}),
+        serde_json::json!({"type":"user","uuid":"q2","sessionId":s,"cwd":"/home/dev/contextd","timestamp":"2026-01-05T10:01:00.000Z","message":{"role":"user","content":"Let's use chromem instead of Qdrant for the embedded vectorstore. It simplifies deployment since there's no external dependency."}}),
+        serde_json::json!({"type":"user","uuid":"q3","sessionId":s,"cwd":"/home/dev/contextd","timestamp":"2026-01-05T10:05:00.000Z","message":{"role":"user","content":"We decided to log in JSON so the collector can parse it."}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(proj.join(format!("{s}.jsonl")), text).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let embedder: Arc<dyn convdex::Embedder> = Arc::new(
+        convdex::FastEmbedder::with_options(convdex::EmbedOptions::default().model_dir(&model().files().dir)).unwrap(),
+    );
+    let index = Index::open(data.path(), Options::default().embedder(embedder)).unwrap();
+    let report = convdex::index_paths(
+        &index,
+        &[tmp.path().join("projects")],
+        &convdex::IndexOptions { tenant: Some("dahendel".into()), ..Default::default() },
+    )
+    .unwrap();
+    assert_eq!(report.decisions, 2);
+    let coll = index.collection("dahendel", "contextd").unwrap();
+    let hits = coll.search("which vector store did we choose and why").kind(convdex::DocKind::Decision).run().unwrap();
+    let top = &hits[0];
+    let convdex::DocBody::Decision(d) = &top.doc.body else { panic!("not a decision") };
+    assert_eq!(d.source_message_uuid, "q2");
+    assert_eq!(d.alternatives, ["Qdrant"]);
+    assert!(d.reasoning.as_deref().unwrap().contains("no external dependency"));
+    assert!(d.summary.starts_with("Use chromem instead of Qdrant"));
+    // The session summary names the decision.
+    let summary =
+        coll.session_documents(s).unwrap().into_iter().find(|d| d.kind() == convdex::DocKind::Summary).unwrap();
+    assert!(summary.content.contains("Decided: Use chromem instead of Qdrant"), "{}", summary.content);
+}
