@@ -931,3 +931,19 @@ impl Collection {
         Ok(())
     }
 }
+
+impl Collection {
+    /// Every document that discusses exactly `path` (any action), unordered.
+    pub fn documents_for_file(&self, path: &str) -> Result<Vec<Document>> {
+        let tx = self.db.begin_read()?;
+        let idx = tx.open_multimap_table(IDX_FILE)?;
+        let docs = tx.open_table(DOCS)?;
+        let mut out = Vec::new();
+        for id in idx.get(path)? {
+            if let Some(d) = get_doc(&docs, id?.value())? {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+}

@@ -47,7 +47,7 @@ struct Rule {
 }
 
 /// Verbs that make "let's …" a choice rather than a plan of action.
-const CHOICE: &str = r"(?:use|go with|switch to|migrate to|adopt|keep|stick with|stay with|pick|choose|replace|rely on|standardi[sz]e on|store|put|build it with|write it in|implement it (?:with|in))";
+const CHOICE: &str = r"(?:use|go with|switch(?:\s+\w+){0,4}\s+to|migrate to|adopt|keep|stick with|stay with|pick|choose|replace|rely on|standardi[sz]e on|store|put|build it with|write it in|implement it (?:with|in))";
 
 fn rules() -> &'static [Rule] {
     static R: OnceLock<Vec<Rule>> = OnceLock::new();
@@ -206,7 +206,7 @@ fn summarize(s: &str) -> String {
             t = t[prefix.len()..].to_string();
         }
     }
-    let t = t.split(" because ").next().unwrap_or(&t).to_string();
+    let t = t.split(" because ").next().unwrap_or(&t).trim_end_matches([',', ';', ':', ' ']).to_string();
     let mut c = t.chars();
     let t = match c.next() {
         Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),

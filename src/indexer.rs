@@ -411,6 +411,7 @@ fn index_folder(
         index_session(&coll, &root, s, options, report)?;
         tick(&s.id);
     }
+    crate::life::relink(&coll)?;
     coll.touch_indexed_at(chrono::Utc::now())?;
     coll.flush()?;
     Ok(())
@@ -686,6 +687,9 @@ fn summary_document(
             errors.push((text, resolved));
         }
     }
+    let tasks: Vec<(String, bool)> = parsed.first().map(|(pf, _, _)| pf.tasks.clone()).unwrap_or_default();
+    let tasks_completed: Vec<String> = tasks.iter().filter(|t| t.1).map(|t| scrub(&t.0).0).collect();
+    let tasks_remaining: Vec<String> = tasks.iter().filter(|t| !t.1).map(|t| scrub(&t.0).0).collect();
     let edited: Vec<&str> =
         files.iter().filter(|f| f.action != FileAction::Read).map(|f| f.path.as_str()).take(8).collect();
     let mut content = format!("Goal: {goal}");
@@ -705,6 +709,13 @@ fn summary_document(
     }
     for c in commits.iter().take(5) {
         content.push_str(&format!(" Commit {} {}.", c.sha, c.message));
+    }
+    if !tasks.is_empty() {
+        content.push_str(&format!(" Tasks: {} done, {} open", tasks_completed.len(), tasks_remaining.len()));
+        if let Some(t) = tasks_remaining.first() {
+            content.push_str(&format!(" (next: {t})"));
+        }
+        content.push('.');
     }
     let unresolved = errors.iter().filter(|e| !e.1).count();
     if !errors.is_empty() {
@@ -729,8 +740,8 @@ fn summary_document(
             key_topics,
             decisions: decisions.iter().map(|d| d.id).collect(),
             errors,
-            tasks_completed: Vec::new(),
-            tasks_remaining: Vec::new(),
+            tasks_completed,
+            tasks_remaining,
             previous_session: None,
             next_session: None,
             started_at_ms: start.timestamp_millis(),

@@ -43,6 +43,7 @@ pub mod extract;
 mod index;
 mod indexer;
 pub mod ingest;
+pub mod life;
 pub mod models;
 pub mod scrub;
 mod search;

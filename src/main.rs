@@ -43,6 +43,45 @@ enum Command {
     },
     /// Search by meaning across projects.
     Search(SearchArgs),
+    /// Decisions, newest first (active only unless --all).
+    Decisions {
+        /// Only this project; all projects when absent.
+        #[arg(long)]
+        project: Option<String>,
+        /// Only decisions about this file.
+        #[arg(long)]
+        file: Option<String>,
+        /// Only at or after this time (RFC 3339 or YYYY-MM-DD).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only decisions with this tag.
+        #[arg(long)]
+        tag: Option<String>,
+        /// Include superseded and rejected decisions (marked).
+        #[arg(long)]
+        all: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Why is this file the way it is: sessions that discussed or changed it, newest first,
+    /// with their decisions and commits.
+    Blame {
+        /// File path, relative to the project root.
+        path: String,
+        /// Only this project; all projects when absent.
+        #[arg(long)]
+        project: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A markdown brief of the latest session: what was being done, decided, open, broken.
+    Handoff {
+        /// Project (the most recently indexed one when absent).
+        #[arg(long)]
+        project: Option<String>,
+    },
     /// Per-collection counts.
     Stats {
         /// Print JSON.
@@ -199,6 +238,120 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Search(a) => search(&dir, a)?,
+        Command::Decisions { project, file, since, tag, all, json } => {
+            let index = Index::open(&dir, Options::default())?;
+            let since = since.as_deref().map(|s| parse_time(s, false)).transpose()?;
+            let mut rows = Vec::new();
+            for (info, c) in collections(&index, project.as_deref())? {
+                for d in c.documents_of_kind(DocKind::Decision)? {
+                    let convdex::DocBody::Decision(f) = &d.body else { continue };
+                    let keep = (all || f.status == convdex::DecisionStatus::Active)
+                        && file.as_deref().is_none_or(|p| d.files_discussed.iter().any(|x| x.path == p))
+                        && since.is_none_or(|s| d.timestamp >= s)
+                        && tag.as_deref().is_none_or(|t| d.tags.iter().any(|x| x == t));
+                    if keep {
+                        rows.push((info.project.clone(), d));
+                    }
+                }
+            }
+            rows.sort_by_key(|r| std::cmp::Reverse(r.1.timestamp));
+            if json {
+                let v: Vec<_> = rows.iter().map(|(p, d)| decision_json(p, d)).collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else if rows.is_empty() {
+                println!("no decisions");
+            } else {
+                for (p, d) in &rows {
+                    let convdex::DocBody::Decision(f) = &d.body else { continue };
+                    let mark = match f.status {
+                        convdex::DecisionStatus::Active => "",
+                        convdex::DecisionStatus::Superseded => " [superseded]",
+                        convdex::DecisionStatus::Rejected => " [rejected]",
+                    };
+                    println!("{}  {}  {:.2}  {}{mark}", d.timestamp.format("%Y-%m-%d"), p, f.confidence, f.summary);
+                    if let Some(r) = &f.reasoning {
+                        println!("      why: {r}");
+                    }
+                    if !f.alternatives.is_empty() {
+                        println!("      instead of: {}", f.alternatives.join(", "));
+                    }
+                }
+            }
+        }
+        Command::Blame { path, project, json } => {
+            let index = Index::open(&dir, Options::default())?;
+            let mut sessions: Vec<(String, String, chrono::DateTime<chrono::Utc>, Vec<convdex::Document>)> = Vec::new();
+            for (info, c) in collections(&index, project.as_deref())? {
+                let mut by_session: std::collections::BTreeMap<String, Vec<convdex::Document>> = Default::default();
+                for d in c.documents_for_file(&path)? {
+                    by_session.entry(d.session_id.clone()).or_default().push(d);
+                }
+                for (s, docs) in by_session {
+                    let last = docs.iter().map(|d| d.timestamp).max().unwrap_or_default();
+                    sessions.push((info.project.clone(), s, last, docs));
+                }
+            }
+            sessions.sort_by_key(|s| std::cmp::Reverse(s.2));
+            if json {
+                let v: Vec<_> = sessions
+                    .iter()
+                    .map(|(p, s, t, docs)| {
+                        serde_json::json!({
+                            "project": p, "session": s, "last": t.to_rfc3339(),
+                            "actions": docs.iter().filter(|d| d.kind() == DocKind::Message).flat_map(|d| d.files_discussed.iter().filter(|f| f.path == path).map(|f| f.action.as_str())).collect::<std::collections::BTreeSet<_>>(),
+                            "decisions": docs.iter().filter(|d| d.kind() == DocKind::Decision).map(|d| decision_json(p, d)).collect::<Vec<_>>(),
+                            "commits": docs.iter().flat_map(|d| d.commits_made.iter().map(|c| format!("{} {}", c.sha, c.message))).collect::<std::collections::BTreeSet<_>>(),
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else if sessions.is_empty() {
+                println!("no session discussed {path}");
+            } else {
+                for (p, s, t, docs) in &sessions {
+                    let actions: std::collections::BTreeSet<&str> = docs
+                        .iter()
+                        .flat_map(|d| d.files_discussed.iter().filter(|f| f.path == path).map(|f| f.action.as_str()))
+                        .collect();
+                    println!(
+                        "{}  {}  {}  [{}]",
+                        t.format("%Y-%m-%d %H:%M"),
+                        p,
+                        s,
+                        actions.into_iter().collect::<Vec<_>>().join(", ")
+                    );
+                    for d in docs {
+                        if let convdex::DocBody::Decision(f) = &d.body {
+                            println!("    decided: {}", f.summary);
+                        }
+                    }
+                    let commits: std::collections::BTreeSet<String> = docs
+                        .iter()
+                        .flat_map(|d| d.commits_made.iter().map(|c| format!("{} {}", c.sha, c.message)))
+                        .collect();
+                    for c in commits {
+                        println!("    commit:  {c}");
+                    }
+                }
+            }
+        }
+        Command::Handoff { project } => {
+            let index = Index::open(&dir, Options::default())?;
+            let mut best: Option<(i64, String)> = None;
+            for (_, c) in collections(&index, project.as_deref())? {
+                let latest =
+                    c.documents_of_kind(DocKind::Summary)?.into_iter().map(|d| d.timestamp.timestamp_millis()).max();
+                if let (Some(t), Some(brief)) = (latest, convdex::life::handoff(&c)?)
+                    && best.as_ref().is_none_or(|b| t > b.0)
+                {
+                    best = Some((t, brief));
+                }
+            }
+            match best {
+                Some((_, brief)) => println!("{brief}"),
+                None => anyhow::bail!("no indexed session to hand off; run `convdex index` first"),
+            }
+        }
         Command::Stats { json } => {
             let index = Index::open(&dir, Options::default())?;
             let mut rows = Vec::new();
@@ -231,17 +384,45 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn search(dir: &std::path::Path, a: SearchArgs) -> anyhow::Result<()> {
-    let index = Index::open(dir, Options::default())?;
-    let since = a.since.as_deref().map(|s| parse_time(s, false)).transpose()?;
-    let until = a.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
-    let mut all = Vec::new();
-    let project = a.project.as_deref().map(convdex::normalize_name);
+/// The collections to read: one project's (matched by name or name prefix), or all.
+fn collections(
+    index: &Index,
+    project: Option<&str>,
+) -> anyhow::Result<Vec<(convdex::CollectionInfo, std::sync::Arc<convdex::Collection>)>> {
+    let project = project.map(convdex::normalize_name);
+    let mut out = Vec::new();
     for info in index.collections()? {
         if project.as_deref().is_some_and(|p| info.project != p && !info.project.starts_with(&format!("{p}-"))) {
             continue;
         }
         let c = index.collection(&info.tenant, &info.project)?;
+        out.push((info, c));
+    }
+    if out.is_empty()
+        && let Some(p) = project
+    {
+        anyhow::bail!("no collection for project `{p}`; `convdex stats` lists them");
+    }
+    Ok(out)
+}
+
+fn decision_json(project: &str, d: &convdex::Document) -> serde_json::Value {
+    let convdex::DocBody::Decision(f) = &d.body else { return serde_json::Value::Null };
+    serde_json::json!({
+        "project": project, "id": d.id, "session": d.session_id, "time": d.timestamp.to_rfc3339(),
+        "summary": f.summary, "alternatives": f.alternatives, "reasoning": f.reasoning,
+        "confidence": f.confidence, "status": format!("{:?}", f.status).to_lowercase(),
+        "superseded_by": f.superseded_by, "supersedes": f.supersedes,
+        "files": d.files_discussed.iter().map(|x| &x.path).collect::<Vec<_>>(),
+    })
+}
+
+fn search(dir: &std::path::Path, a: SearchArgs) -> anyhow::Result<()> {
+    let index = Index::open(dir, Options::default())?;
+    let since = a.since.as_deref().map(|s| parse_time(s, false)).transpose()?;
+    let until = a.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
+    let mut all = Vec::new();
+    for (info, c) in collections(&index, a.project.as_deref())? {
         let mut b = c.search(&a.query).limit(a.limit);
         if let Some(k) = a.kind {
             b = b.kind(k);

@@ -83,6 +83,9 @@ pub struct ParsedFile {
     pub errors: Vec<ToolError>,
     /// Successful tool results: (tool, time), to tell whether an error was resolved later.
     pub successes: Vec<(String, DateTime<Utc>)>,
+    /// The task list at the end of the file: (task, completed), from the last `TodoWrite`
+    /// call and from `TaskCreate` / `TaskUpdate` calls.
+    pub tasks: Vec<(String, bool)>,
     /// True when records are sidechain (sub-agent) records.
     pub sidechain: bool,
 }
@@ -282,6 +285,7 @@ fn assistant(
             let id = b.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
             let name = b.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
             let input = b.get("input").cloned().unwrap_or(Value::Null);
+            record_tasks(&name, &input, &mut out.tasks);
             let tool = ToolUse { name, input, message: idx };
             // Files named by the call itself; results may refine the action later.
             for f in call_files(&tool) {
@@ -289,6 +293,40 @@ fn assistant(
             }
             tools.insert(id, tool);
         }
+    }
+}
+
+/// Task lists: `TodoWrite` replaces the whole list; `TaskCreate` adds one, `TaskUpdate` sets the
+/// status of the task with that id (1-based order of creation).
+fn record_tasks(name: &str, input: &Value, tasks: &mut Vec<(String, bool)>) {
+    let done = |status: Option<&str>| status == Some("completed");
+    match base_tool(name) {
+        "TodoWrite" => {
+            if let Some(Value::Array(todos)) = input.get("todos") {
+                *tasks = todos
+                    .iter()
+                    .filter_map(|t| {
+                        let content = t.get("content").and_then(Value::as_str)?;
+                        Some((content.to_string(), done(t.get("status").and_then(Value::as_str))))
+                    })
+                    .collect();
+            }
+        }
+        "TaskCreate" => {
+            let subject = input.get("subject").or_else(|| input.get("description")).and_then(Value::as_str);
+            if let Some(s) = subject {
+                tasks.push((s.to_string(), false));
+            }
+        }
+        "TaskUpdate" => {
+            let id = input
+                .get("taskId")
+                .and_then(|v| v.as_str().map(str::to_string).or_else(|| v.as_u64().map(|n| n.to_string())));
+            if let Some(i) = id.and_then(|s| s.parse::<usize>().ok()).filter(|i| *i >= 1 && *i <= tasks.len()) {
+                tasks[i - 1].1 = done(input.get("status").and_then(Value::as_str));
+            }
+        }
+        _ => {}
     }
 }
 

@@ -4,6 +4,7 @@
 mod common;
 mod corpus;
 mod corpus_search;
+mod decisions;
 mod durability;
 mod embed;
 mod engine;
