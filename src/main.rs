@@ -41,6 +41,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Import structured conversations (Slack, Discord, WhatsApp, …) from a JSON file: one
+    /// document, an array, or JSON Lines. Bad documents are reported and skipped.
+    Import {
+        /// The file.
+        file: PathBuf,
+        /// Project (collection) to import into (default: the file's name).
+        #[arg(long)]
+        project: Option<String>,
+        /// Tenant (default: the OS user).
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Search by meaning across projects.
     Search(SearchArgs),
     /// Decisions, newest first (active only unless --all).
@@ -238,6 +253,34 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Search(a) => search(&dir, a)?,
+        Command::Import { file, project, tenant, json } => {
+            let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let (good, bad) = convdex::ingest::structured::parse(&bytes);
+            let project = project.unwrap_or_else(|| {
+                convdex::normalize_name(&file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
+            });
+            let tenant = tenant
+                .unwrap_or_else(|| convdex::normalize_name(&std::env::var("USER").unwrap_or_else(|_| "local".into())));
+            let index = Index::open(&dir, Options::default())?;
+            let coll = index.collection(&tenant, &project)?;
+            let mut report = convdex::import_conversations(&coll, &good)?;
+            report.invalid = bad;
+            coll.flush()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                for b in &report.invalid {
+                    eprintln!("skipped document {} ({}): {}", b.index, b.id.as_deref().unwrap_or("no id"), b.message);
+                }
+                println!(
+                    "imported {} conversations ({} messages) into {}; {} invalid",
+                    report.conversations,
+                    report.messages,
+                    coll.name(),
+                    report.invalid.len()
+                );
+            }
+        }
         Command::Decisions { project, file, since, tag, all, json } => {
             let index = Index::open(&dir, Options::default())?;
             let since = since.as_deref().map(|s| parse_time(s, false)).transpose()?;

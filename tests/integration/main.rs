@@ -8,5 +8,6 @@ mod decisions;
 mod durability;
 mod embed;
 mod engine;
+mod import;
 mod model_ops;
 mod real_search;
