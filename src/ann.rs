@@ -568,10 +568,15 @@ mod tests {
         let items: Vec<(u64, &[f32])> = v.iter().enumerate().map(|(i, x)| (data_id(i as u64 + 1, 0), &x[..])).collect();
         ann.insert(&items);
         ann.dump(&gdir, 7).unwrap();
-        let (loaded, generation) = Ann::load(&gdir, 16, HnswParams::default()).unwrap();
+        let (mut loaded, generation) = Ann::load(&gdir, 16, HnswParams::default()).unwrap();
         assert_eq!(generation, 7);
         assert_eq!(loaded.points(), 300);
         assert_eq!(loaded.search_exact(&v[3], None, 0, 3), ann.search_exact(&v[3], None, 0, 3));
+        // The links arrive from the background loader. (Wait before touching the files: hnsw_rs
+        // ends the process if a file it is reading shrinks under it.)
+        loaded.poll(true);
+        assert!(loaded.graph_ready());
+        assert_eq!(loaded.search_graph(&v[3], 3, 64, None)[0].0, data_id(4, 0));
         // Truncate the data file: detected before hnsw_rs sees it.
         let data = gdir.join("graph.hnsw.data");
         let bytes = std::fs::read(&data).unwrap();

@@ -176,7 +176,7 @@ fn clause_after<'a>(s: &'a str, words: &[&str]) -> Option<&'a str> {
 fn alternatives(s: &str) -> Vec<String> {
     let lower = s.to_lowercase();
     let mut out = Vec::new();
-    for marker in ["instead of ", "rather than ", " over ", "from ", "not "] {
+    for marker in ["instead of ", "rather than ", " over ", "from "] {
         if let Some(i) = lower.find(marker) {
             let rest = &s[i + marker.len()..];
             let stop = rest.to_lowercase().find([',', '.', ';', '(']).unwrap_or(rest.len());
@@ -287,7 +287,7 @@ fn accepted(reply: &str, proposal: &str) -> Option<Extracted> {
     let s = sentences(proposal).into_iter().find(|s| propose.is_match(s))?;
     let reasoning = clause_after(&format!(" {s}"), REASON_WORDS).map(str::to_string);
     Some(Extracted {
-        summary: summarize(&propose.replace(&s, "").replace("  ", " ")),
+        summary: format!("Accepted proposal: {}", summarize(&propose.replace(&s, "").replace("  ", " "))),
         content: format!("{s} — {}", reply.trim()),
         alternatives: alternatives(&s),
         reasoning,

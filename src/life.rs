@@ -27,6 +27,12 @@ fn words(s: &str) -> BTreeSet<String> {
 /// The option a decision chose: the word after its choice verb ("Use **chromem** instead of
 /// Qdrant", "switching … to **Vitest**").
 pub fn chosen(summary: &str) -> Option<String> {
+    static NEG: OnceLock<Regex> = OnceLock::new();
+    let neg = NEG.get_or_init(|| Regex::new(r"(?i)\b(?:not|n't|never|avoid)\b").expect("valid"));
+    // "We should not use X" rules X out; it chooses nothing.
+    if neg.is_match(summary) {
+        return None;
+    }
     static R: OnceLock<Regex> = OnceLock::new();
     let re = R.get_or_init(|| {
         Regex::new(r"(?i)\b(?:use|go with|switch(?:ing|ed)? (?:back )?to|migrat(?:e|ing) to|adopt|stick with|chose|picked|opted for|settled on|went with|back to|to)\s+([A-Za-z0-9_.+#-]+)")
@@ -199,5 +205,6 @@ mod tests {
         assert_eq!(chosen("Use chromem instead of Qdrant").as_deref(), Some("chromem"));
         assert_eq!(chosen("Switching from Jest to Vitest").as_deref(), Some("vitest"));
         assert_eq!(chosen("Switch back to Qdrant, chromem cannot shard").as_deref(), Some("qdrant"));
+        assert_eq!(chosen("We should not use PayPal anywhere"), None);
     }
 }

@@ -11,3 +11,4 @@ mod engine;
 mod import;
 mod model_ops;
 mod real_search;
+mod snapshots_extract;
