@@ -164,7 +164,7 @@ fn main() -> anyhow::Result<()> {
     latencies.sort();
     let median = latencies.get(latencies.len() / 2).map_or(0.0, |d| d.as_secs_f64() * 1e3);
     println!(
-        "mode: semantic (all-MiniLM-L6-v2 int8, turn text only); median query latency {median:.1} ms (incl. embedding)"
+        "mode: semantic (all-MiniLM-L6-v2 int8; turns embedded as (date) speaker said, \"text\"); median query latency {median:.1} ms (incl. embedding)"
     );
     println!();
     println!("| category | n | hit@1 | hit@5 | hit@10 | R@1 | R@5 | R@10 | MRR | session hit@1 | session hit@5 |");

@@ -505,10 +505,14 @@ impl Collection {
                 continue;
             }
             let offsets = self.embedder.token_offsets(&doc.content);
+            let header = embed_header(doc);
+            // Leave room for the header's tokens (a date and a name: well under 24).
+            let budget =
+                if header.is_some() { self.options.chunk_tokens.saturating_sub(24) } else { self.options.chunk_tokens };
             let ranges = crate::chunk::split(
                 &doc.content,
                 &offsets,
-                self.options.chunk_tokens,
+                budget.max(16),
                 self.options.chunk_overlap,
                 ann::MAX_CHUNKS as usize,
             );
@@ -516,7 +520,11 @@ impl Collection {
                 ranges
                     .into_iter()
                     .map(|(a, b)| {
-                        let t = doc.content[a..b].to_string();
+                        let chunk = &doc.content[a..b];
+                        let t = match &header {
+                            Some(h) => format!("{h}\"{chunk}\""),
+                            None => chunk.to_string(),
+                        };
                         (cache_key(&model, &t), t)
                     })
                     .collect(),
@@ -794,6 +802,18 @@ fn dir_size(dir: &Path) -> u64 {
         }
     }
     total
+}
+
+/// What is embedded in front of a message's text when it names its speaker (imported
+/// multi-party conversations): `(8 May 2023) Caroline said, "…"`. Measured on LoCoMo, where
+/// questions name people and dates (see README). Claude Code messages are embedded as they are.
+pub(crate) fn embed_header(doc: &Document) -> Option<String> {
+    match &doc.body {
+        crate::doc::DocBody::Message(m) => {
+            m.speaker.as_ref().map(|s| format!("({}) {s} said, ", doc.timestamp.format("%-d %B %Y")))
+        }
+        _ => None,
+    }
 }
 
 pub(crate) fn cache_key(model: &str, text: &str) -> u128 {
