@@ -6,9 +6,17 @@
 //!
 //! ## Overview of types
 //!
+//! - [`Index`]: a data directory; [`Index::collection`] opens one
+//!   `<tenant>_<project>_conversations` [`Collection`] (a redb file plus an HNSW graph).
+//! - [`Document`] with [`DocBody`] `Message` / `Decision` / `Summary`: the data model.
+//! - [`Collection::add`] writes a batch in one transaction; [`Collection::search`] returns a
+//!   [`SearchBuilder`] whose `run()` gives [`Hits`] with the [`Plan`] used.
+//! - [`index_paths`]: index Claude Code histories (parse, scrub, enrich, extract decisions and
+//!   summaries, incremental); [`import_conversations`]: structured chats.
 //! - [`embed::Embedder`]: text → unit vectors. [`FastEmbedder`] runs all-MiniLM-L6-v2 (int8
-//!   ONNX, 384 dims) offline through fastembed; [`HashEmbedder`] is a deterministic stand-in for
-//!   fast unit tests.
+//!   ONNX, 384 dims) offline; [`HashEmbedder`] is a deterministic stand-in for unit tests.
+//! - Pure modules: [`ingest`] (parsers), [`scrub`] (secrets), [`enrich`] (tags, domain),
+//!   [`extract`] (decisions); [`life`] links decisions and sessions over time and renders handoffs.
 //! - [`models`]: where the model files live, how they are verified and provisioned.
 //! - [`Error`] and [`Result`]: the one error type; messages say how to fix things.
 //!
@@ -24,10 +32,21 @@
 //! # Ok::<(), convdex::Error>(())
 //! ```
 //!
+//! ## Durability
+//!
+//! After [`Collection::add`] (or a delete) returns, the batch survives a crash; if it fails, none
+//! of it exists. The HNSW graph is derived data: persisted on [`Collection::flush`] and on drop,
+//! reconciled with redb on open, rebuilt when missing or corrupt.
+//!
 //! ## Quirks
 //!
 //! - The model is fixed per collection: a collection built with one model refuses another.
 //! - ONNX Runtime is loaded once per process, from the first path used.
+//! - One writer process per collection (a lock file); a second gets [`Error::InUse`].
+//! - hnsw_rs cannot delete: deleted documents are tombstones until the graph is rebuilt (past
+//!   25 % tombstones, automatically).
+//! - After opening a large collection the graph's links load in the background for a few
+//!   seconds; searches meanwhile use the exact scan.
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
