@@ -370,7 +370,7 @@ impl<'c> SearchBuilder<'c> {
         // Most documents pass: an unfiltered walk that over-fetches is cheaper than a filtered
         // walk, which cannot stop early.
         let post_filter = cands.is_some() && selectivity >= coll.options.exact_fraction.min(0.5);
-        let plan = Plan {
+        let mut plan = Plan {
             path: if exact { PlanPath::Exact } else { PlanPath::Graph { ef, post_filter } },
             candidates,
             total,
@@ -404,7 +404,11 @@ impl<'c> SearchBuilder<'c> {
                 };
                 match over {
                     Some(kept) => kept,
-                    None => ann.search_graph(&query, knbn, ef.max(knbn), keep),
+                    None => {
+                        // Too few passed the post-filter: the plan that ran is the filtered walk.
+                        plan.path = PlanPath::Graph { ef, post_filter: false };
+                        ann.search_graph(&query, knbn, ef.max(knbn), keep)
+                    }
                 }
             }
         };
