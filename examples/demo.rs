@@ -40,16 +40,7 @@ fn main() -> anyhow::Result<()> {
         index = Index::open(tmp.path().join("sample"), Options::default())?;
         report = convdex::index_paths(&index, &[sample], &IndexOptions::default())?;
     }
-    println!(
-        "sessions: {} new, {} appended, {} re-indexed, {} unchanged; {} messages, {} chunks; {:.1} s",
-        report.sessions_new,
-        report.sessions_appended,
-        report.sessions_reindexed,
-        report.sessions_skipped,
-        report.messages,
-        report.chunks,
-        report.elapsed.as_secs_f64()
-    );
+    println!("{report}");
     let searches: [(&str, &str, Option<&str>); 3] = [
         ("why did the login endpoint fail with expired tokens?", "no filter", None),
         ("where do we keep user sessions and why?", "type message, tag redis", Some("redis")),

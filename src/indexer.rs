@@ -100,6 +100,28 @@ pub struct IndexReport {
     pub elapsed: Duration,
 }
 
+impl std::fmt::Display for IndexReport {
+    /// One line: sessions by outcome, documents, chunks, skipped lines, redactions, time.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "sessions: {} new, {} appended, {} re-indexed, {} unchanged; {} messages, {} decisions, {} chunks \
+             ({} embedded); {} lines skipped; redactions: {:?}; {:.1} s",
+            self.sessions_new,
+            self.sessions_appended,
+            self.sessions_reindexed,
+            self.sessions_skipped,
+            self.messages,
+            self.decisions,
+            self.chunks,
+            self.embedded,
+            self.skipped_lines.len(),
+            self.redactions,
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
+
 /// One session's files.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SessionFiles {

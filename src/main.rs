@@ -235,20 +235,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 for (file, s) in report.skipped_lines.iter().take(20) {
                     eprintln!("skipped {}:{}: {}", file.display(), s.line, s.reason);
                 }
-                println!(
-                    "sessions: {} new, {} appended, {} re-indexed, {} unchanged; {} messages, {} chunks \
-                     ({} embedded); {} lines skipped; redactions: {:?}; {:.1} s",
-                    report.sessions_new,
-                    report.sessions_appended,
-                    report.sessions_reindexed,
-                    report.sessions_skipped,
-                    report.messages,
-                    report.chunks,
-                    report.embedded,
-                    report.skipped_lines.len(),
-                    report.redactions,
-                    report.elapsed.as_secs_f64()
-                );
+                println!("{report}");
                 println!("collections: {}", report.collections.join(", "));
             }
         }
