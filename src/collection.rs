@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use redb::{
-    Database, MultimapTableHandle, ReadableDatabase, ReadableMultimapTable, ReadableTable, ReadableTableMetadata,
-};
+use redb::{Database, ReadableDatabase, ReadableMultimapTable, ReadableTable, ReadableTableMetadata};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -782,12 +780,6 @@ impl Drop for Collection {
     fn drop(&mut self) {
         let _ = self.flush();
     }
-}
-
-/// Names of the multimap indexes, for docs and debugging.
-#[allow(dead_code)]
-pub(crate) fn index_names() -> Vec<&'static str> {
-    vec![IDX_KIND.name(), IDX_TAG.name(), IDX_DOMAIN.name(), IDX_SESSION.name(), IDX_FILE.name(), IDX_TIME.name()]
 }
 
 fn dir_size(dir: &Path) -> u64 {

@@ -316,7 +316,8 @@ pub fn normalize_name(raw: &str) -> String {
     if s.is_empty() { "project".into() } else { s }
 }
 
-fn default_tenant() -> String {
+/// The default tenant: the OS user (`$USER`, `$USERNAME`), normalised, else `local`.
+pub fn default_tenant() -> String {
     let user = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_default();
     let n = normalize_name(&user);
     if user.is_empty() { "local".into() } else { n }

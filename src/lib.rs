@@ -83,8 +83,8 @@ pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder};
 pub use error::{Error, Result};
 pub use index::{CollectionInfo, Index, Options, collection_name, validate_name};
 pub use indexer::{
-    Config, ImportReport, IndexOptions, IndexReport, Progress, encode_project_dir, import_conversations, index_paths,
-    index_paths_with_progress, normalize_name, read_conversation,
+    Config, ImportReport, IndexOptions, IndexReport, Progress, default_tenant, encode_project_dir,
+    import_conversations, index_paths, index_paths_with_progress, normalize_name, read_conversation,
 };
 pub use search::{Hit, Hits, Plan, PlanPath, SearchBuilder};
 

@@ -246,8 +246,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let project = project.unwrap_or_else(|| {
                 convdex::normalize_name(&file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
             });
-            let tenant = tenant
-                .unwrap_or_else(|| convdex::normalize_name(&std::env::var("USER").unwrap_or_else(|_| "local".into())));
+            let tenant = tenant.unwrap_or_else(convdex::default_tenant);
             let index = Index::open(&dir, Options::default())?;
             let coll = index.collection(&tenant, &project)?;
             let mut report = convdex::import_conversations(&coll, &good)?;

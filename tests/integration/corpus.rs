@@ -3,20 +3,13 @@
 //! corpus has them; secrets never reach the collection's files; re-runs are incremental.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use convdex::{CollectionOptions, DocBody, HashEmbedder, Index, IndexOptions, Options};
+use convdex::{CollectionOptions, DocBody, IndexOptions};
+
+use crate::common::hash_index;
 
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data")
-}
-
-fn hash_index(dir: &Path) -> Index {
-    Index::open(
-        dir,
-        Options::default().embedder(Arc::new(HashEmbedder::default())).collection(CollectionOptions::default()),
-    )
-    .unwrap()
 }
 
 fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -86,7 +79,7 @@ fn commits_and_edits_are_found_where_the_corpus_has_them() {
 #[test]
 fn malformed_fixture_lines_are_reported_with_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
-    let index = hash_index(dir.path());
+    let index = hash_index(dir.path(), CollectionOptions::default());
     let fixtures = shared().join("fixtures-edge-cases");
     let report = convdex::index_paths(
         &index,
@@ -109,7 +102,7 @@ fn malformed_fixture_lines_are_reported_with_file_and_line() {
 #[test]
 fn corpus_indexes_then_reruns_skip_everything() {
     let dir = tempfile::tempdir().unwrap();
-    let index = hash_index(dir.path());
+    let index = hash_index(dir.path(), CollectionOptions::default());
     let opts = IndexOptions { tenant: Some("t".into()), ..Default::default() };
     let roots: Vec<PathBuf> = {
         let base = shared().join("transcripts");
@@ -163,7 +156,7 @@ fn appended_lines_add_only_new_messages_and_force_is_idempotent() {
     let file = proj.join("11111111-2222-3333-4444-555555555555.jsonl");
     std::fs::copy(&src, &file).unwrap();
     let data = tempfile::tempdir().unwrap();
-    let index = hash_index(data.path());
+    let index = hash_index(data.path(), CollectionOptions::default());
     let opts = IndexOptions { tenant: Some("t".into()), ..Default::default() };
     let first = convdex::index_paths(&index, &[tmp.path().join("projects")], &opts).unwrap();
     assert_eq!(first.sessions_new, 1);
@@ -250,7 +243,7 @@ fn planted_secrets_never_reach_disk() {
     std::fs::write(proj.join("planted.jsonl"), text).unwrap();
     let data = tempfile::tempdir().unwrap();
     let report = {
-        let index = hash_index(data.path());
+        let index = hash_index(data.path(), CollectionOptions::default());
         convdex::index_paths(
             &index,
             std::slice::from_ref(&proj),
@@ -274,7 +267,7 @@ fn planted_secrets_never_reach_disk() {
             assert!(!bytes.windows(s.len()).any(|w| w == s.as_bytes()), "{s} found in {}", f.display());
         }
     }
-    let index = hash_index(data.path());
+    let index = hash_index(data.path(), CollectionOptions::default());
     let c = index.collections().unwrap().remove(0);
     let coll = index.collection(&c.tenant, &c.project).unwrap();
     let docs = coll.session_documents("planted").unwrap();
@@ -300,7 +293,7 @@ fn exclusion_rules_and_config_file() {
     let mut opts = IndexOptions { tenant: Some("t".into()), ..Default::default() };
     convdex::Config::load(&cfg).unwrap().apply(&mut opts);
     let data = tempfile::tempdir().unwrap();
-    let index = hash_index(data.path());
+    let index = hash_index(data.path(), CollectionOptions::default());
     let report = convdex::index_paths(&index, &[tmp.path().join("projects")], &opts).unwrap();
     assert_eq!(report.projects_excluded, 2);
     assert_eq!(report.sessions_new, 1);
@@ -323,7 +316,7 @@ fn documents_outlive_their_deleted_transcript() {
     std::fs::copy(&src, &keep).unwrap();
     std::fs::copy(&src, &gone).unwrap();
     let data = tempfile::tempdir().unwrap();
-    let index = hash_index(data.path());
+    let index = hash_index(data.path(), CollectionOptions::default());
     let opts = IndexOptions { tenant: Some("t".into()), ..Default::default() };
     let first = convdex::index_paths(&index, &[tmp.path().join("projects")], &opts).unwrap();
     assert_eq!(first.sessions_new, 2);
