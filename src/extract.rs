@@ -44,42 +44,80 @@ struct Rule {
     re: Regex,
     confidence: f32,
     status: DecisionStatus,
+    who: Who,
 }
 
 /// Verbs that make "let's …" a choice rather than a plan of action.
-const CHOICE: &str = r"(?:use|go with|switch(?:\s+\w+){0,4}\s+to|migrate to|adopt|keep|stick with|stay with|pick|choose|replace|rely on|standardi[sz]e on|store|put|build it with|write it in|implement it (?:with|in))";
+const CHOICE: &str = r"(?:use|go with|go back to|switch(?:\s+\w+){0,4}\s+to|switch back to|revert to|migrate to|adopt|keep|leave|stick with|stay with|continue (?:to use|using|with)|pick|choose|replace|rely on|standardi[sz]e on|store|put|build it with|write it in|implement it (?:with|in))";
+
+/// Which authors a rule applies to.
+#[derive(Clone, Copy, PartialEq)]
+enum Who {
+    Anyone,
+    /// First-person preferences ("I don't want …", "I'll use …") decide something when the user
+    /// says them; from the assistant they usually narrate the next step.
+    User,
+}
 
 fn rules() -> &'static [Rule] {
     static R: OnceLock<Vec<Rule>> = OnceLock::new();
     R.get_or_init(|| {
-        let r = |name, pat: &str, confidence, status| Rule {
+        let r = |name, pat: &str, confidence, status, who| Rule {
             name,
             re: Regex::new(&format!("(?i){pat}")).expect("valid rule"),
             confidence,
             status,
+            who,
         };
         use DecisionStatus::*;
+        use Who::*;
         vec![
             // "We tried Redis pub/sub, it didn't work, reverting to polling."
-            r("rejected", r"\b(?:tried|attempted)\b.{0,80}\b(?:didn'?t work|did not work|doesn'?t work|failed|broke)\b", 0.7, Rejected),
-            // "Reverting the switch to gRPC; going back to REST."
-            r("reverted", r"^(?:we(?:'re| are| will|'ll)?\s+)?(?:revert(?:ing)?|roll(?:ing)? back|go(?:ing)? back to|switch(?:ing)? back to)\b", 0.65, Active),
-            // "We decided to keep the monolith for now."
-            r("decided", r"\b(?:we|i|team)\s+(?:have\s+)?decided\b|\bdecision\s*(?:is|was|:)|\bdecided to\b|\bdecided on\b", 0.9, Active),
+            r("rejected", r"\b(?:tried|attempted)\b.{0,80}\b(?:didn'?t work|did not work|doesn'?t work|failed|broke)\b", 0.7, Rejected, Anyone),
+            // "Reverting the switch to gRPC; going back to REST." / "ugh, revert the header to the original"
+            r("reverted", r"^(?:\w+,?\s+)?(?:we(?:'re| are| will|'ll)?\s+)?(?:revert(?:ing)?|roll(?:ing)? back|go(?:ing)? back to|switch(?:ing)? back to)\b", 0.65, Active, Anyone),
+            // "We decided to keep the monolith for now." / "Decision: keep /admin." / "The token approach was decided."
+            r("decided", r"\b(?:we|i|team|user)\s+(?:have\s+|had\s+)?decided\b|\bdecision\s*(?:is|was|:)|\bdecided (?:to|on|against)\b|\b(?:was|were|been) decided\b", 0.9, Active, Anyone),
             // "Chose redb over SQLite because it is pure Rust."
-            r("chose", r"(?:^|\b(?:we|i|user|team|they)\s+(?:\w+\s+)?)(?:chose|picked|opted for|settled on|went with|are going with|'re going with)\b", 0.85, Active),
+            r("chose", r"(?:^|:\s*|\b(?:we|i|user|team|they)\s+(?:\w+\s+)?)(?:chose|picked|opted for|settled on|went with|are going with|'re going with)\b", 0.85, Active, Anyone),
             // "Switching from Jest to Vitest for speed."
-            r("switch", r"\b(?:switch(?:ing|ed)?|migrat(?:e|ing|ed)|mov(?:e|ing|ed))\s+(?:\w+\s+){0,3}from\s+\S+.{0,40}?\bto\b", 0.8, Active),
+            r("switch", r"(?:^|\b(?:we|i|to|been|is|are|was|were|'re|'ll|will|just|now)\s+)(?:switch(?:ing|ed)?|migrat(?:e|ing|ed)|mov(?:e|ing|ed))\s+(?:\w+\s+){0,3}from\s+\S+.{0,40}?\bto\b", 0.8, Active, Anyone),
             // "Let's use chromem instead of Qdrant for the embedded vectorstore."
-            r("lets_choice", &format!(r"\blet'?s\s+(?:just\s+)?{CHOICE}\b"), 0.85, Active),
+            r("lets_choice", &format!(r"\blet'?s\s+(?:just\s+)?{CHOICE}\b"), 0.85, Active, Anyone),
             // "We'll go with Postgres."
-            r("will_choice", &format!(r"\b(?:we'?ll|we will|we are going to|we're going to)\s+(?:just\s+)?{CHOICE}\b"), 0.75, Active),
-            // "We should not use global state in handlers."
-            r("negation", r"\b(?:we|you)\s+(?:should(?:n'?t| not)|must(?:n'?t| not)|won'?t|will not)\s+(?:use|add|store|call|rely on|depend on)\b|\b(?:don'?t|never|avoid)\s+(?:use|using|store|storing|call|calling)\b", 0.7, Active),
-            // "Use Redis rather than Postgres for sessions."
-            r("rather_than", &format!(r"^(?:we\s+(?:should\s+)?|i\s+(?:want to|prefer to)\s+|please\s+)?(?:{CHOICE}|prefer)\b.*\b(?:rather than|instead of)\b"), 0.6, Active),
+            r("will_choice", &format!(r"\b(?:we'?ll|we will|we are going to|we're going to)\s+(?:just\s+)?{CHOICE}\b"), 0.75, Active, Anyone),
+            // "I'll use the standard option then, it is known to work."
+            r("i_will_choice", r"\b(?:i'?ll|i will)\s+(?:just\s+)?(?:use|go with|stick with|keep|stay with)\b.*\b(?:then|instead|rather than|because|since)\b", 0.7, Active, Anyone),
+            // "I will use the desktop app for work and the web app for the rest."
+            r("i_will_use", r"\b(?:i'?ll|i will|i'?m going to|i am going to)\s+(?:just\s+|only\s+)?(?:use|go with|stick with|stay with|scrap|drop|abandon)\b", 0.7, Active, User),
+            // "We should not use global state in handlers." / "We shouldn't be committing the key."
+            r("negation", r"\b(?:we|you)\s+(?:should(?:n'?t| not)|must(?:n'?t| not))\s+(?:be\s+)?\w+|\b(?:we|you)\s+(?:won'?t|will not)\s+(?:use|add|store|call|rely on|depend on)\b|\b(?:don'?t|never|avoid)\s+(?:use|using|store|storing|call|calling)\b", 0.7, Active, Anyone),
+            // "I don't want it to auto-start; I want it launched by hand."
+            r("dont_want", r"\b(?:i|we)\s+(?:really\s+|explicitly\s+)?(?:don'?t|dont|do not)\s+(?:want|need)\b", 0.6, Active, User),
+            // "We can drop the export feature, it's a non-issue."
+            r("abandon", r"\b(?:we can|we'?ll|let'?s|i'?ll|going to)\s+(?:just\s+)?(?:abandon|drop|scrap|ditch|skip)\s+(?:it|this|that|the)\b", 0.65, Rejected, Anyone),
+            // "The staging database is not needed."
+            r("not_needed", r"\b(?:is|are)\s+not\s+needed\b|\b(?:isn'?t|aren'?t)\s+needed\b", 0.55, Rejected, User),
+            // "Leave it as is then."
+            r("leave_as_is", r"\bleave (?:it|them|this|that) (?:as is|alone)\b", 0.6, Active, Anyone),
+            // "Use Redis rather than Postgres for sessions." / "The job needs to use make instead of npm."
+            r("rather_than", &format!(r"^(?:we\s+(?:should\s+)?|i\s+(?:want to|prefer to)\s+|please\s+)?(?:{CHOICE}|prefer)\b.*\b(?:rather than|instead of)\b|\b(?:should|must|needs? to|will|'ll|going to)\s+(?:\w+\s+){{0,6}}?(?:use|go with|switch to|keep|put)\b.*\b(?:rather than|instead)\b"), 0.6, Active, Anyone),
+            // "Used a prefix match instead of a regex." / "Changed to use npm install instead, which is more reliable."
+            r("used_instead", r"(?:^|:\s*)(?:used|changed (?:it |this )?to use|switched to|replaced \S+ with)\b.*\binstead\b|\bchanged to use\b", 0.65, Active, Anyone),
+            // "Better approach: keep the placeholder in the repo."
+            r("approach", r"^(?:better|simpler|safer|final|chosen) approach\s*:", 0.6, Active, Anyone),
+            // "X seems like the best fit." / "Option A is the right choice."
+            r("best_fit", r"\b(?:is|seems like|looks like) the (?:best|right) (?:fit|choice)\b|是(?:正确|最合适)的?选择", 0.6, Active, Anyone),
+            // "Use Postgres, and Docker Compose for development."
+            r("imperative_use", r"^(?:please\s+)?use\s+[\w.-]+(?:,|\s+for\s)", 0.55, Active, User),
             // "Going forward we'll squash-merge every PR."
-            r("going_forward", r"\b(?:going forward|from now on|from here on)\b", 0.6, Active),
+            r("going_forward", r"\b(?:going forward|from now on|from here on)\b", 0.6, Active, Anyone),
+            // "Let's leave the admin pages for later; the main site comes first."
+            r("defer", r"\b(?:let'?s|we'?ll|we will)\b.{0,60}\b(?:at a later date|later on|for later)\b", 0.6, Active, Anyone),
+            // Chinese: "改用 X" (switch to X), "还用上次的 X" (keep using X), "决定…" (decided), "应该…用 X"
+            r("cjk_choice", r"(?:决定|采用|改用|就用|还用|继续用|统一用|不要用|别用|应该.{0,20}用)", 0.7, Active, Anyone),
+            // Japanese: "X にします" (we'll go with X), "X に決めました" (decided on X), "X を使うことにした"
+            r("ja_choice", r"(?:にします|に決め|ことにし(?:ます|た)|で行きます|でいきます)", 0.7, Active, Anyone),
         ]
     })
 }
@@ -95,36 +133,51 @@ fn code_re() -> &'static Regex {
 
 fn quoted_re() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| re(r#""[^"\n]{25,}"|“[^”\n]{25,}”"#))
+    // Quoted phrases (with a space) are someone else's words: "why we chose this".
+    R.get_or_init(|| re(r#""[^"\n]*\s[^"\n]*"|“[^”\n]*\s[^”\n]*”|「[^」\n]{4,}」"#))
 }
 
-/// Sentences of a text without code blocks, quoted lines and long quotations.
+fn split_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    // Sentence ends (also CJK), and inline bullets that follow a label ("Done:  - a  - b").
+    R.get_or_init(|| re(r"[.!?]\s+|[。！？]\s*|:\s+-\s+|\s{2,}-\s+"))
+}
+
+/// Sentences of a text without code blocks, quoted lines, quoted phrases and markdown emphasis.
 pub fn sentences(text: &str) -> Vec<String> {
+    marked_sentences(text).into_iter().map(|(s, _)| s).collect()
+}
+
+/// Sentences, each with whether it comes from a list item (`- …`, `1. …`).
+fn marked_sentences(text: &str) -> Vec<(String, bool)> {
+    static ITEM: OnceLock<Regex> = OnceLock::new();
+    let item = ITEM.get_or_init(|| re(r"^(?:[-*•]|\d+[.)])\s"));
     let text = code_re().replace_all(text, "\n");
     let text = quoted_re().replace_all(&text, " ");
+    let text = text.replace("**", "").replace("__", "");
     let mut out = Vec::new();
     for line in text.lines() {
         let line = line.trim();
         if line.starts_with('>') || line.starts_with('|') || line.is_empty() {
             continue;
         }
+        let is_item = item.is_match(line);
         let line = line.trim_start_matches(|c: char| c == '-' || c == '*' || c == '#' || c.is_whitespace());
         let mut start = 0;
-        let b = line.as_bytes();
-        for i in 0..b.len() {
-            let end = matches!(b[i], b'.' | b'!' | b'?') && (i + 1 == b.len() || b[i + 1] == b' ');
-            if end {
-                let s = line[start..=i].trim();
-                if !s.is_empty() {
-                    out.push(s.to_string());
-                }
-                start = i + 1;
+        let mut push = |s: &str| {
+            let s = s.trim().trim_start_matches(|c: char| c == '-' || c == '*' || c.is_whitespace());
+            if !s.is_empty() {
+                out.push((s.to_string(), is_item));
             }
+        };
+        for m in split_re().find_iter(line) {
+            // Keep the sentence's own terminator, drop the separator whitespace.
+            let end =
+                m.start() + m.as_str().chars().next().map_or(0, |c| if c.is_whitespace() { 0 } else { c.len_utf8() });
+            push(&line[start..end]);
+            start = m.end();
         }
-        let s = line[start..].trim();
-        if !s.is_empty() {
-            out.push(s.to_string());
-        }
+        push(&line[start..]);
     }
     out
 }
@@ -134,7 +187,7 @@ fn tentative(s: &str) -> bool {
     let l = s.to_lowercase();
     let l = l.trim_start_matches(|c: char| !c.is_alphanumeric());
     s.contains('?')
-        || l.starts_with("let me ")
+        || s.contains('？')
         || l.starts_with("now let")
         || [
             "should we",
@@ -155,12 +208,31 @@ fn tentative(s: &str) -> bool {
             "alternatively",
             "either",
             "or we",
+            "want me to",
+            "do you want",
         ]
         .iter()
         .any(|p| l.starts_with(p))
         || l.contains(" if we ")
         || l.contains("we could ")
         || l.contains("we might ")
+        || l.contains("would you like")
+        || l.contains("what do you think")
+        || l.contains(" but maybe ")
+}
+
+/// "Let me …" narrates the next step; it decides something only when it replaces an earlier
+/// course for a stated reason ("let me put it in priv/ instead, since that is what ships").
+fn narration(s: &str) -> bool {
+    let l = s.to_lowercase();
+    let l = l.trim_start_matches(|c: char| !c.is_alphanumeric());
+    let l = l.strip_prefix("ok, ").or_else(|| l.strip_prefix("now ")).unwrap_or(l);
+    l.starts_with("let me ") || l.starts_with("i'll now ") || l.starts_with("next, ")
+}
+
+fn narrated_choice(s: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| re(r"(?i)\binstead\b.*\b(?:since|because|as it|so that)\b")).is_match(s)
 }
 
 fn clause_after<'a>(s: &'a str, words: &[&str]) -> Option<&'a str> {
@@ -199,8 +271,20 @@ fn alternatives(s: &str) -> Vec<String> {
 }
 
 /// A readable one-line summary: the sentence without leading chatter, capitalised, ≤ 120 chars.
-fn summarize(s: &str) -> String {
-    let mut t = s.trim().trim_end_matches(['.', '!']).to_string();
+/// In a long sentence the summary starts at the clause holding the decision (byte offset `at`).
+fn summarize(s: &str, at: usize) -> String {
+    let mut t = s.trim().trim_end_matches(['.', '!', '。', '！']);
+    if t.chars().count() > 120 && at > 40 && at < t.len() {
+        let head = &t[..at];
+        let cut = [", ", "; ", " — ", ": ", " given that ", " and "]
+            .iter()
+            .filter_map(|sep| head.rfind(sep).map(|i| i + sep.len()))
+            .max();
+        if let Some(c) = cut {
+            t = &t[c..];
+        }
+    }
+    let mut t = t.to_string();
     for prefix in ["ok, ", "ok ", "okay, ", "alright, ", "so ", "i think ", "yes, ", "great, ", "let's ", "lets "] {
         if t.to_lowercase().starts_with(prefix) {
             t = t[prefix.len()..].to_string();
@@ -216,18 +300,35 @@ fn summarize(s: &str) -> String {
 }
 
 const REASON_WORDS: &[&str] =
-    &[" because ", " since ", " so that ", " due to ", " as it ", " as there", " which means "];
+    &[" because ", " since ", " so that ", " due to ", " as it ", " as there", " which means ", " which is more "];
 
 /// Decisions in one message. `previous` is the message before it in the session, used to
-/// recognise an accepted proposal (the user approving what the assistant laid out).
+/// recognise an accepted proposal (the user approving what the assistant laid out) and a pick
+/// among the options the assistant offered.
 pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
-    let sents = sentences(turn.text);
+    let marked = marked_sentences(turn.text);
+    // An assistant message that ends by asking something lays its list items out as options,
+    // not choices.
+    let asks = turn.role == Role::Assistant && marked.iter().rev().take(3).any(|(s, _)| s.contains('?'));
+    let sents: Vec<String> = marked.iter().map(|(s, _)| s.clone()).collect();
     let mut out: Vec<Extracted> = Vec::new();
-    for (i, s) in sents.iter().enumerate() {
-        if s.split_whitespace().count() < 3 || tentative(s) {
+    for (i, (s, is_item)) in marked.iter().enumerate() {
+        if (s.split_whitespace().count() < 3 && s.chars().count() < 8) || tentative(s) || (asks && *is_item) {
             continue;
         }
-        let Some(rule) = rules().iter().find(|r| r.re.is_match(s)) else { continue };
+        let narrated = narration(s);
+        if narrated && !narrated_choice(s) {
+            continue;
+        }
+        let found = rules()
+            .iter()
+            .filter(|r| r.who == Who::Anyone || turn.role == Role::User)
+            .find_map(|r| r.re.find(s).map(|m| (r, m.start())));
+        let (rule, at) = match found {
+            Some(f) => f,
+            None if narrated => (narrated_rule(), 0),
+            None => continue,
+        };
         let mut reasoning = clause_after(&format!(" {s}"), REASON_WORDS).map(str::to_string);
         let mut content = s.clone();
         if reasoning.is_none()
@@ -249,7 +350,7 @@ pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
             confidence -= 0.1;
         }
         out.push(Extracted {
-            summary: summarize(s),
+            summary: summarize(s, at),
             content,
             alternatives,
             reasoning,
@@ -263,8 +364,34 @@ pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
         && let Some(prev) = previous
         && prev.role == Role::Assistant
         && let Some(d) = accepted(turn.text, prev.text)
+            .or_else(|| picked(turn.text, prev.text))
+            .or_else(|| answered(turn.text, prev.text))
     {
         out.push(d);
+    }
+    out
+}
+
+/// The rule for "let me do Y instead, since …": a change of course with a reason.
+fn narrated_rule() -> &'static Rule {
+    static R: OnceLock<Rule> = OnceLock::new();
+    R.get_or_init(|| Rule {
+        name: "instead_because",
+        re: re(r"(?i)\binstead\b"),
+        confidence: 0.6,
+        status: DecisionStatus::Active,
+        who: Who::Anyone,
+    })
+}
+
+/// Decisions in a sequence of messages (one session, in order): each message is read with the
+/// one before it, so accepted proposals and picks are found. Returns `(message index, decision)`.
+pub fn extract_all<'a>(turns: impl IntoIterator<Item = Turn<'a>>) -> Vec<(usize, Extracted)> {
+    let mut out = Vec::new();
+    let mut previous: Option<Turn<'a>> = None;
+    for (i, turn) in turns.into_iter().enumerate() {
+        out.extend(extract(turn, previous).into_iter().map(|d| (i, d)));
+        previous = Some(turn);
     }
     out
 }
@@ -278,22 +405,133 @@ fn accepted(reply: &str, proposal: &str) -> Option<Extracted> {
         re(r"(?i)^\s*(yes|yep|yeah|ok|okay|sure|agreed|sounds good|looks good|lgtm|perfect|great|do it|go ahead|let'?s do (it|that)|go with (it|that|option \d|the (first|second|third)))\b")
     });
     let propose = PROPOSE.get_or_init(|| {
-        re(r"(?i)\b(i'?d recommend|i recommend|i suggest|i'?d suggest|my recommendation|i'?d go with|i would go with|the best option is|i propose|recommended:?)\b")
+        re(r"(?i)\b(i'?d recommend|i recommend|i suggest|i'?d suggest|my recommendation|i'?d go with|i would go with|the best option is|i propose|recommended:?|my (?:personal )?pick(?: would be| is)?)\b")
     });
     let reply_words = reply.split_whitespace().count();
-    if reply_words > 25 || !approve.is_match(reply) {
+    if reply_words > 25 || !approve.is_match(reply) || reply.contains('?') {
         return None;
     }
     let s = sentences(proposal).into_iter().find(|s| propose.is_match(s))?;
     let reasoning = clause_after(&format!(" {s}"), REASON_WORDS).map(str::to_string);
     Some(Extracted {
-        summary: format!("Accepted proposal: {}", summarize(&propose.replace(&s, "").replace("  ", " "))),
+        summary: format!("Accepted proposal: {}", summarize(&propose.replace(&s, "").replace("  ", " "), 0)),
         content: format!("{s} — {}", reply.trim()),
         alternatives: alternatives(&s),
         reasoning,
         confidence: 0.7,
         status: DecisionStatus::Active,
         rule: "accepted_proposal",
+    })
+}
+
+/// A short answer to an either/or question ("auto-detect your location, or use a fixed
+/// city?" — "yes, it should detect the location"): the answer names one side.
+fn answered(reply: &str, proposal: &str) -> Option<Extracted> {
+    let reply = reply.trim();
+    if reply.split_whitespace().count() > 30 || reply.contains('?') {
+        return None;
+    }
+    let question = sentences(proposal).into_iter().rev().find(|s| s.contains('?'))?;
+    let q = question.to_lowercase();
+    let (left, right) = q.split_once(" or ")?;
+    // The alternatives are the few words either side of "or", not the whole question.
+    let left = left.trim_end_matches([',', ' ']);
+    let left = left.rsplit([':', ',']).next().unwrap_or(left);
+    let left: String = left.split_whitespace().rev().take(4).collect::<Vec<_>>().join(" ");
+    let right: String = right.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
+    let (left, right) = (left.as_str(), right.as_str());
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 4).map(str::to_string).collect()
+    };
+    let reply_words = words(&reply.to_lowercase());
+    let hits = |side: &str| words(side).iter().filter(|w| reply_words.contains(w)).count();
+    let (l, r) = (hits(left), hits(right));
+    if l == r {
+        return None;
+    }
+    Some(Extracted {
+        summary: format!("Chose: {}", summarize(reply, 0)),
+        content: format!("{} — {reply}", question.trim()),
+        alternatives: Vec::new(),
+        reasoning: None,
+        confidence: 0.5,
+        status: DecisionStatus::Active,
+        rule: "answered_either_or",
+    })
+}
+
+/// Options the assistant laid out as a list: `(label, text)`, label being the bold letter or
+/// number the item starts with, if any ("- **B** — a dot below the number").
+fn options(proposal: &str) -> Vec<(Option<String>, String)> {
+    static ITEM: OnceLock<Regex> = OnceLock::new();
+    let item = ITEM.get_or_init(|| re(r"^\s*(?:[-*•]|\d+[.)])\s+(?:\*\*([A-Za-z0-9]{1,2})\*\*\s*[—:–-]\s*)?(.+)$"));
+    let text = code_re().replace_all(proposal, "\n");
+    text.lines()
+        .filter_map(|l| item.captures(l))
+        .map(|c| (c.get(1).map(|m| m.as_str().to_lowercase()), c[2].replace("**", "").trim().to_string()))
+        .filter(|(_, t)| !t.is_empty() && !t.ends_with('?'))
+        .collect()
+}
+
+/// A pick among options the assistant just offered: "C and highlight the number" (a labelled
+/// item), "first option sounds easy" (an ordinal), "slant looks the best" or "I like Mission
+/// Control" (naming something the assistant wrote about).
+fn picked(reply: &str, proposal: &str) -> Option<Extracted> {
+    static ORDINAL: OnceLock<Regex> = OnceLock::new();
+    static PREFER: OnceLock<Regex> = OnceLock::new();
+    let reply = reply.trim();
+    if reply.split_whitespace().count() > 25 || reply.contains('?') {
+        return None;
+    }
+    static ASKED: OnceLock<Regex> = OnceLock::new();
+    let asked = proposal.contains('?')
+        || ASKED
+            .get_or_init(|| re(r"(?i)\b(?:which|do you prefer|you'?d prefer|would you like|do you want|want me to)\b"))
+            .is_match(proposal);
+    let opts = options(proposal);
+    let ordinal = ORDINAL.get_or_init(|| {
+        re(r"(?i)^(?:(?:the|i'?ll take the|go with the|let'?s do the)\s+)?(first|second|third|last|1st|2nd|3rd)\s+(?:one|option|approach)\b|^(?:([a-d])|option\s+([a-d1-4]))(?:\s+and\b|\s*[,.!]|$)")
+    });
+    let prefer = PREFER.get_or_init(|| {
+        re(r"(?i)^(?:i (?:like|prefer|love)\s+(.{2,40}?)|(.{2,30}?)\s+(?:looks|is|sounds|seems) (?:the )?(?:best|better|great|perfect|right))(?:\s*[,.!]|\s+(?:but|and|for)\b|$)")
+    });
+    let chosen: String = if let Some(c) = ordinal.captures(reply) {
+        if !asked || opts.is_empty() {
+            return None;
+        }
+        let pick = if let Some(w) = c.get(1) {
+            match w.as_str().to_lowercase().as_str() {
+                "first" | "1st" => opts.first(),
+                "second" | "2nd" => opts.get(1),
+                "third" | "3rd" => opts.get(2),
+                _ => opts.last(),
+            }
+        } else {
+            let key = c.get(2).or_else(|| c.get(3))?.as_str().to_lowercase();
+            opts.iter()
+                .find(|(label, _)| label.as_deref() == Some(key.as_str()))
+                .or_else(|| key.parse::<usize>().ok().and_then(|n| opts.get(n.wrapping_sub(1))))
+        };
+        pick?.1.clone()
+    } else if let Some(c) = prefer.captures(reply) {
+        let named = c.get(1).or_else(|| c.get(2))?.as_str().trim();
+        // The named thing must be something the assistant just wrote about.
+        if !proposal.to_lowercase().contains(&named.to_lowercase()) || named.split_whitespace().count() > 5 {
+            return None;
+        }
+        named.to_string()
+    } else {
+        return None;
+    };
+    let alternatives = opts.iter().map(|(_, t)| t).filter(|t| **t != chosen).take(4).map(|t| summarize(t, 0)).collect();
+    Some(Extracted {
+        summary: format!("Chose: {}", summarize(&chosen, 0)),
+        content: format!("{} — {reply}", chosen.trim()),
+        alternatives,
+        reasoning: None,
+        confidence: 0.6,
+        status: DecisionStatus::Active,
+        rule: "picked_option",
     })
 }
 
@@ -370,5 +608,83 @@ mod tests {
         assert_eq!(d[0].rule, "accepted_proposal");
         assert!(d[0].summary.to_lowercase().contains("queue worker"), "{}", d[0].summary);
         assert!(extract(Turn { role: Role::User, text: "Why?" }, Some(prev)).is_empty());
+    }
+
+    fn reply(prev: &str, text: &str) -> Vec<Extracted> {
+        extract(Turn { role: Role::User, text }, Some(Turn { role: Role::Assistant, text: prev }))
+    }
+
+    #[test]
+    fn picks_among_offered_options() {
+        let prev = "Which layout do you prefer:\n- **A** — tabs on the left\n- **B** — tabs on top\n- **C** — no tabs, a command palette";
+        let d = reply(prev, "B and make them smaller");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].rule, "picked_option");
+        assert_eq!(d[0].summary, "Chose: Tabs on top");
+        assert_eq!(d[0].alternatives.len(), 2);
+        let d = reply(prev, "second option please");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].summary, "Chose: Tabs on top");
+        let d = reply("I tried three fonts: mono, serif and rounded. Which one reads best?", "rounded looks the best");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].summary, "Chose: Rounded");
+        // Naming something the assistant never offered is not a pick.
+        assert!(reply("Which font reads best: mono or serif?", "comic sans looks the best").is_empty());
+        // Numbered answers to numbered questions are answers, not picks.
+        let prev = "A few questions:\n1. What hostname?\n2. Which timezone?";
+        assert!(reply(prev, "1. atlas 2. UTC").is_empty());
+    }
+
+    #[test]
+    fn answers_an_either_or_question() {
+        let prev = "Should the banner read the location automatically, or use a fixed city?";
+        let d = reply(prev, "yes it should read the location");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].rule, "answered_either_or");
+        assert!(reply(prev, "why does it matter?").is_empty());
+        assert!(reply(prev, "thanks").is_empty());
+    }
+
+    #[test]
+    fn options_in_a_question_are_not_choices() {
+        let t =
+            "Two ways forward:\n1. Revert to the old parser\n2. Keep the new one and patch it\n\nWhich do you want?";
+        assert!(extract(Turn { role: Role::Assistant, text: t }, None).is_empty());
+    }
+
+    #[test]
+    fn narration_decides_only_with_a_reason() {
+        let a = |t| extract(Turn { role: Role::Assistant, text: t }, None);
+        assert!(a("Let me use grep instead and read the files.").is_empty());
+        let d = a("Let me put the script in priv/ instead since that is what the release ships.");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].rule, "instead_because");
+        assert!(a("I'll use replace_all for both patterns.").is_empty());
+        assert_eq!(a("I'll use the standard option then, it is known to work.")[0].rule, "i_will_choice");
+    }
+
+    #[test]
+    fn first_person_preferences_count_from_the_user_only() {
+        assert_eq!(user("I don't want a splash screen at startup.")[0].rule, "dont_want");
+        assert!(extract(Turn { role: Role::Assistant, text: "I don't want to guess the path." }, None).is_empty());
+    }
+
+    #[test]
+    fn cjk_sentences_are_split_and_read() {
+        let d = user("测试通过了。下一轮实验还用上次的配置。");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].rule, "cjk_choice");
+        assert_eq!(user("このブランチ名にします。")[0].rule, "ja_choice");
+        assert!(user("还用上次的配置吗？").is_empty());
+    }
+
+    #[test]
+    fn markdown_and_quoted_phrases() {
+        assert_eq!(user("**Decision**: keep the admin panel and drop the dashboard.")[0].rule, "decided");
+        assert!(user("Add a doc section explaining \"why we chose this\" for each component.").is_empty());
+        let long = "The open question was how to run the job on staging, given that the team has been switched from cron to the queue worker last week for every environment.";
+        let d = user(long);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].summary.contains("queue worker"), "{}", d[0].summary);
     }
 }

@@ -610,40 +610,44 @@ fn documents(
 /// Decision documents for the messages of one session (heuristic extraction, see
 /// [`crate::extract`]). Ids are derived from the source message and the decision's ordinal.
 fn decision_documents(messages: &[Document]) -> Vec<Document> {
-    let mut out = Vec::new();
-    let mut previous: Option<&Document> = None;
-    for m in messages {
-        let DocBody::Message(mf) = &m.body else { continue };
-        let turn = crate::extract::Turn { role: mf.role, text: &m.content };
-        let prev = previous.and_then(|p| match &p.body {
-            DocBody::Message(pm) => Some(crate::extract::Turn { role: pm.role, text: &p.content }),
+    let messages: Vec<(&Document, &MessageFields)> = messages
+        .iter()
+        .filter_map(|m| match &m.body {
+            DocBody::Message(mf) => Some((m, mf)),
             _ => None,
+        })
+        .collect();
+    let turns = messages.iter().map(|(m, mf)| crate::extract::Turn { role: mf.role, text: &m.content });
+    let mut out: Vec<Document> = Vec::new();
+    let mut ordinal = 0;
+    let mut last = usize::MAX;
+    for (i, d) in crate::extract::extract_all(turns) {
+        let (m, mf) = messages[i];
+        ordinal = if i == last { ordinal + 1 } else { 0 };
+        last = i;
+        let k = ordinal;
+        out.push(Document {
+            id: Document::stable_id(&m.session_id, DocKind::Decision, &format!("{}#{k}", mf.message_uuid)),
+            session_id: m.session_id.clone(),
+            timestamp: m.timestamp,
+            content: d.content,
+            tags: m.tags.clone(),
+            domain: m.domain.clone(),
+            files_discussed: m.files_discussed.clone(),
+            commits_made: m.commits_made.clone(),
+            indexed_at: now_millis(),
+            extraction_method: ExtractionMethod::Heuristic,
+            body: DocBody::Decision(DecisionFields {
+                summary: d.summary,
+                alternatives: d.alternatives,
+                reasoning: d.reasoning,
+                confidence: d.confidence,
+                source_message_uuid: mf.message_uuid.clone(),
+                status: d.status,
+                superseded_by: None,
+                supersedes: Vec::new(),
+            }),
         });
-        for (k, d) in crate::extract::extract(turn, prev).into_iter().enumerate() {
-            out.push(Document {
-                id: Document::stable_id(&m.session_id, DocKind::Decision, &format!("{}#{k}", mf.message_uuid)),
-                session_id: m.session_id.clone(),
-                timestamp: m.timestamp,
-                content: d.content,
-                tags: m.tags.clone(),
-                domain: m.domain.clone(),
-                files_discussed: m.files_discussed.clone(),
-                commits_made: m.commits_made.clone(),
-                indexed_at: now_millis(),
-                extraction_method: ExtractionMethod::Heuristic,
-                body: DocBody::Decision(DecisionFields {
-                    summary: d.summary,
-                    alternatives: d.alternatives,
-                    reasoning: d.reasoning,
-                    confidence: d.confidence,
-                    source_message_uuid: mf.message_uuid.clone(),
-                    status: d.status,
-                    superseded_by: None,
-                    supersedes: Vec::new(),
-                }),
-            });
-        }
-        previous = Some(m);
     }
     out
 }

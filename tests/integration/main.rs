@@ -4,6 +4,7 @@
 mod common;
 mod corpus;
 mod corpus_search;
+mod decision_eval;
 mod decisions;
 mod durability;
 mod embed;
