@@ -720,6 +720,14 @@ impl Collection {
         Ok(out)
     }
 
+    /// The collection's sessions, decisions, files, topics and errors as a V1 export (see
+    /// [`crate::export`]; [`crate::export::encode`] turns it into the layered V2 form).
+    pub fn export_v1(&self) -> Result<crate::export::V1> {
+        let mut docs = self.documents_of_kind(DocKind::Summary)?;
+        docs.extend(self.documents_of_kind(DocKind::Decision)?);
+        Ok(crate::export::v1_from_documents(&self.meta()?.project, &docs))
+    }
+
     /// Every document of one kind (unordered).
     pub fn documents_of_kind(&self, kind: DocKind) -> Result<Vec<Document>> {
         let tx = self.db.begin_read()?;

@@ -283,6 +283,50 @@ fn project_folder(dir: &Path) -> ProjectFolder {
     ProjectFolder { dir: dir.to_path_buf(), sessions: sessions.into_values().collect() }
 }
 
+/// The sub-agent runs of one session (see [`crate::runs`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionRuns {
+    /// The project's path (from the recorded `cwd`), else its folder name.
+    pub project: String,
+    /// Session id.
+    pub session_id: String,
+    /// One record per run, in start order.
+    pub runs: Vec<crate::runs::RunRecord>,
+}
+
+/// Compact run records for every session under `path` (a projects root, one project folder,
+/// or one session file) that has sub-agent runs. Unreadable files are skipped.
+pub fn runs_in(path: &Path) -> Result<Vec<SessionRuns>> {
+    let mut out = Vec::new();
+    for folder in discover(path)? {
+        let project = project_path(&folder)
+            .unwrap_or_else(|| folder.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+        for s in &folder.sessions {
+            if s.subagents.is_empty() && s.main.is_none() {
+                continue;
+            }
+            let main = s.main.as_deref().and_then(|p| std::fs::read(p).ok());
+            let sides: Vec<(String, Vec<u8>, Option<String>)> = s
+                .subagents
+                .iter()
+                .filter_map(|(p, t)| {
+                    let stem = p.file_stem()?.to_str()?;
+                    Some((stem.strip_prefix("agent-").unwrap_or(stem).to_string(), std::fs::read(p).ok()?, t.clone()))
+                })
+                .collect();
+            let sidechains: Vec<crate::runs::Sidechain<'_>> = sides
+                .iter()
+                .map(|(id, b, t)| crate::runs::Sidechain { agent_id: id, bytes: b, agent_type: t.as_deref() })
+                .collect();
+            let runs = crate::runs::session_runs(main.as_deref(), &sidechains, Some(&project));
+            if !runs.is_empty() {
+                out.push(SessionRuns { project: project.clone(), session_id: s.id.clone(), runs });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Claude Code's folder encoding of a path: every character outside `[A-Za-z0-9]` becomes `-`.
 pub fn encode_project_dir(path: &str) -> String {
     path.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()

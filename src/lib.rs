@@ -58,12 +58,14 @@ mod docset;
 pub mod embed;
 pub mod enrich;
 mod error;
+pub mod export;
 pub mod extract;
 mod index;
 mod indexer;
 pub mod ingest;
 pub mod life;
 pub mod models;
+pub mod runs;
 pub mod scrub;
 mod search;
 mod store;
@@ -83,8 +85,8 @@ pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder};
 pub use error::{Error, Result};
 pub use index::{CollectionInfo, Index, Options, collection_name, validate_name};
 pub use indexer::{
-    Config, ImportReport, IndexOptions, IndexReport, Progress, default_tenant, encode_project_dir,
-    import_conversations, index_paths, index_paths_with_progress, normalize_name, read_conversation,
+    Config, ImportReport, IndexOptions, IndexReport, Progress, SessionRuns, default_tenant, encode_project_dir,
+    import_conversations, index_paths, index_paths_with_progress, normalize_name, read_conversation, runs_in,
 };
 pub use search::{Hit, Hits, Plan, PlanPath, SearchBuilder};
 

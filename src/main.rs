@@ -97,6 +97,36 @@ enum Command {
         #[arg(long)]
         project: Option<String>,
     },
+    /// Compact run records of sub-agent runs (Task / Agent calls and their sidechains), read
+    /// from the transcripts: `task_id|department|attempt|model|tools|files|outcome|duration|error|summary`.
+    Runs {
+        /// A projects root, one project folder, or one session file (default: the Claude Code
+        /// history).
+        path: Option<PathBuf>,
+        /// Only this session (id or id prefix).
+        #[arg(long)]
+        session: Option<String>,
+        /// Print the readable blocks instead of the compact lines.
+        #[arg(long)]
+        readable: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export a project's sessions, decisions, files, topics and blockers as layered context:
+    /// V1 (readable JSON) or V2 (string table, positional arrays; for a model's context).
+    /// Sizes and tokens of both forms go to stderr.
+    Export {
+        /// v1 or v2.
+        #[arg(long, default_value = "v2", value_parser = ["v1", "v2"])]
+        format: String,
+        /// Project to export (required when there are several).
+        #[arg(long)]
+        project: Option<String>,
+        /// Instead of exporting, read this V2 file and print it as V1.
+        #[arg(long, value_name = "V2_FILE")]
+        decode: Option<PathBuf>,
+    },
     /// Per-collection counts.
     Stats {
         /// Print JSON.
@@ -380,6 +410,76 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Some((_, brief)) => println!("{brief}"),
                 None => anyhow::bail!("no indexed session to hand off; run `convdex index` first"),
             }
+        }
+        Command::Runs { path, session, readable, json } => {
+            let path = path.unwrap_or_else(default_history);
+            let mut sessions = convdex::runs_in(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            if let Some(s) = &session {
+                sessions.retain(|r| r.session_id.starts_with(s.as_str()));
+                if sessions.is_empty() {
+                    anyhow::bail!("no sub-agent runs in a session starting with `{s}` under {}", path.display());
+                }
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&sessions)?);
+            } else {
+                let (mut compact, mut readable_len, mut n) = (0, 0, 0);
+                for s in &sessions {
+                    println!("# {} {}", s.project, s.session_id);
+                    for r in &s.runs {
+                        let (c, t) = (r.compact(), r.readable());
+                        (compact, readable_len, n) = (compact + c.len(), readable_len + t.len(), n + 1);
+                        if readable { println!("{t}\n") } else { println!("{c}") }
+                    }
+                }
+                if n > 0 {
+                    eprintln!(
+                        "{n} runs in {} sessions; compact {compact} bytes, readable {readable_len} bytes ({:.0}% shorter)",
+                        sessions.len(),
+                        100.0 * (1.0 - compact as f64 / readable_len as f64)
+                    );
+                } else {
+                    eprintln!("no sub-agent runs under {}", path.display());
+                }
+            }
+        }
+        Command::Export { format, project, decode } => {
+            if let Some(file) = decode {
+                let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+                let v2: serde_json::Value =
+                    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+                let v1 = convdex::export::decode(&v2).context("not a valid V2 export")?;
+                println!("{}", serde_json::to_string_pretty(&v1)?);
+                return Ok(());
+            }
+            let index = Index::open(&dir, Options::default())?;
+            let mut colls = collections(&index, project.as_deref())?;
+            if colls.len() != 1 {
+                let names: Vec<String> = colls.iter().map(|(i, _)| i.project.clone()).collect();
+                anyhow::bail!(
+                    "{} projects match; pass --project with one of: {}",
+                    colls.len(),
+                    if names.is_empty() { "(none; run `convdex index` first)".into() } else { names.join(", ") }
+                );
+            }
+            let (_, coll) = colls.remove(0);
+            let v1 = coll.export_v1()?;
+            let sizes = convdex::export::sizes(&v1)?;
+            if format == "v1" {
+                println!("{}", serde_json::to_string_pretty(&v1)?);
+            } else {
+                println!("{}", convdex::export::encode(&v1)?);
+            }
+            eprintln!(
+                "pretty V1 {} bytes {} tokens; minified V1 {} bytes {} tokens; V2 {} bytes {} tokens ({:.0}% fewer tokens than pretty V1; cl100k_base)",
+                sizes.v1_pretty.bytes,
+                sizes.v1_pretty.tokens,
+                sizes.v1_min.bytes,
+                sizes.v1_min.tokens,
+                sizes.v2.bytes,
+                sizes.v2.tokens,
+                100.0 * (1.0 - sizes.v2.tokens as f64 / sizes.v1_pretty.tokens.max(1) as f64)
+            );
         }
         Command::Stats { json } => {
             let index = Index::open(&dir, Options::default())?;

@@ -453,7 +453,13 @@ fn apply_result(tool: &ToolUse, block: &Value, record: &Value, ts: DateTime<Utc>
         let text = content_text(block.get("content").unwrap_or(&Value::Null));
         let first = ansi_re().replace_all(text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""), "");
         let first: String = first.chars().take(200).collect();
-        out.errors.push(ToolError { tool: name.to_string(), text: first, timestamp: ts });
+        // The user declining a tool call (or interrupting it) is a choice, not an error to fix.
+        let declined = ["The user doesn't want to proceed", "[Request interrupted by user"]
+            .iter()
+            .any(|p| first.trim_start().starts_with(p));
+        if !declined {
+            out.errors.push(ToolError { tool: name.to_string(), text: first, timestamp: ts });
+        }
         return;
     }
     out.successes.push((name.to_string(), ts));
