@@ -1,6 +1,8 @@
 //! Core engine at 10k and 100k documents (384 dims, seeded clustered vectors, no embedding):
-//! bulk insert, search latency by selectivity with the plan that ran and recall@10 against the
-//! exact scan, cold open, rebuild, bytes on disk per document.
+//! bulk insert (with and without the lexical index), search latency by selectivity with the
+//! plan that ran and recall@10 against the exact scan, semantic / lexical / hybrid latency for
+//! text queries (synthetic Zipf-distributed words; the hash embedder's query embedding costs
+//! microseconds), cold open, rebuild, bytes on disk per document.
 //!
 //! Run: `cargo bench --bench search` (prints markdown tables). `CONVDEX_BENCH_SIZES=10000`
 //! limits the sizes.
@@ -9,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use convdex::testutil::clustered_vectors;
-use convdex::{CollectionOptions, Document, HashEmbedder, Index, Options, Role};
+use convdex::{CollectionOptions, Document, HashEmbedder, Index, Options, Role, SearchMode};
 
 const SEED: u64 = 0xBE7C_2026;
 const DIM: usize = 384;
@@ -17,8 +19,30 @@ const QUERIES: usize = 200;
 const K: usize = 10;
 
 fn index(dir: &std::path::Path) -> Index {
-    let opts = Options::default().embedder(Arc::new(HashEmbedder::new(DIM))).collection(CollectionOptions::default());
+    index_with(dir, true)
+}
+
+fn index_with(dir: &std::path::Path, lexical: bool) -> Index {
+    let options = CollectionOptions { lexical_index: lexical, ..CollectionOptions::default() };
+    let opts = Options::default().embedder(Arc::new(HashEmbedder::new(DIM))).collection(options);
     Index::open(dir, opts).unwrap()
+}
+
+/// Deterministic synthetic text: `n` words from a Zipf-like 5,000-word vocabulary.
+fn words(seed: u64, n: usize) -> String {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Zipf-like: small ranks are far more frequent.
+            let u = (x % 1_000_000) as f64 / 1_000_000.0;
+            let rank = (5000f64.powf(u) as usize).min(4999);
+            format!("w{rank}")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn pct(mut v: Vec<Duration>, p: f64) -> f64 {
@@ -47,7 +71,8 @@ fn run(n: usize) {
     let (dv, queries) = vectors.split_at(n);
     let docs: Vec<Document> = (0..n)
         .map(|i| {
-            let mut d = Document::message(&format!("s{}", i % 500), &format!("m{i}"), i as u64, Role::User, "x");
+            let text = words(i as u64, 30);
+            let mut d = Document::message(&format!("s{}", i % 500), &format!("m{i}"), i as u64, Role::User, &text);
             d.tags.push("p100".into());
             for (m, t) in [(2, "p50"), (10, "p10"), (100, "p1"), (1000, "p01")] {
                 if i % m == 0 {
@@ -66,14 +91,35 @@ fn run(n: usize) {
     let insert = t.elapsed();
     coll.flush().unwrap();
     let stats = coll.stats().unwrap();
+    // The same insert without the lexical index, in the same run.
+    let vdir = tempfile::tempdir().unwrap();
+    let (vector_only, vector_bytes) = {
+        let vidx = index_with(vdir.path(), false);
+        let vcoll = vidx.collection("bench", "search").unwrap();
+        let t = Instant::now();
+        for (d, v) in docs.chunks(10_000).zip(dv.chunks(10_000)) {
+            vcoll.add_embedded(d, v).unwrap();
+        }
+        let e = t.elapsed();
+        vcoll.flush().unwrap();
+        (e, vcoll.stats().unwrap().bytes_on_disk)
+    };
     println!();
     println!("## {n} documents");
     println!();
     println!(
-        "bulk insert (redb + graph, no embedding): {:.1} s = {:.0} docs/s; bytes on disk per document: {:.0}",
+        "bulk insert (redb + graph + lexical, no embedding): {:.1} s = {:.0} docs/s; bytes on disk per document: {:.0}",
         insert.as_secs_f64(),
         n as f64 / insert.as_secs_f64(),
         stats.bytes_on_disk as f64 / n as f64
+    );
+    println!(
+        "without the lexical index: {:.1} s = {:.0} docs/s, {:.0} bytes per document; with it: {:.2}× the time, {:.2}× the bytes",
+        vector_only.as_secs_f64(),
+        n as f64 / vector_only.as_secs_f64(),
+        vector_bytes as f64 / n as f64,
+        insert.as_secs_f64() / vector_only.as_secs_f64(),
+        stats.bytes_on_disk as f64 / vector_bytes as f64
     );
     println!();
     println!("| filter | candidates | plan | p50 ms | p99 ms | exact p50 ms | recall@10 |");
@@ -108,6 +154,23 @@ fn run(n: usize) {
             recall / QUERIES as f64
         );
     }
+    println!();
+    println!("| text query (3 words) | filter | p50 ms | p99 ms |");
+    println!("|---|---|---:|---:|");
+    for mode in [SearchMode::Semantic, SearchMode::Lexical, SearchMode::Hybrid] {
+        for tag in ["none", "p10"] {
+            let mut lat = Vec::new();
+            for q in 0..QUERIES {
+                let text = words(1_000_000 + q as u64, 3);
+                let b = coll.search(&text).mode(mode).limit(K);
+                let b = if tag == "none" { b } else { b.tags_any([tag]) };
+                let t = Instant::now();
+                let _ = b.run().unwrap();
+                lat.push(t.elapsed());
+            }
+            println!("| {mode:?} | {tag} | {:.2} | {:.2} |", pct(lat.clone(), 0.5), pct(lat, 0.99));
+        }
+    }
     drop(coll);
     drop(idx);
     let t = Instant::now();
@@ -118,8 +181,9 @@ fn run(n: usize) {
     let ready = t.elapsed();
     println!();
     println!(
-        "cold open ({:?}): {:.0} ms; HNSW links ready after {:.0} ms (exact scan answers until then)",
+        "cold open (vectors {:?}, lexical {:?}): {:.0} ms; HNSW links ready after {:.0} ms (exact scan answers until then)",
         coll.vector_index_state(),
+        coll.lexical_index_state(),
         open.as_secs_f64() * 1e3,
         ready.as_secs_f64() * 1e3
     );

@@ -9,13 +9,14 @@
 //! Evidence strings are split on `;`/whitespace and `D30:05` normalised to `D30:5`; ids that
 //! name no turn count as misses.
 //!
-//! Run: `cargo run --release --example locomo` (modes: semantic, the only one so far).
+//! Run: `cargo run --release --example locomo` (semantic, lexical, hybrid with the default
+//! fusion, and reciprocal rank fusion); `-- --sweep` adds blend weights 0.2–0.8.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use convdex::ingest::structured::{Conversation, Turn};
-use convdex::{DocBody, Index, Options};
+use convdex::{DocBody, Fusion, Index, Options, SearchMode};
 use serde_json::Value;
 
 const CATEGORIES: [(u64, &str); 5] =
@@ -69,20 +70,22 @@ fn normalise(ev: &str) -> Vec<String> {
         .collect()
 }
 
-fn main() -> anyhow::Result<()> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/locomo/locomo10.json");
-    let data: Vec<Value> = serde_json::from_slice(&std::fs::read(&path)?)?;
-    let dir = tempfile::tempdir()?;
-    let index = Index::open(dir.path(), Options::default())?;
-    let mut by_cat: BTreeMap<u64, Score> = BTreeMap::new();
-    let mut latencies = Vec::new();
+struct Loaded {
+    id: String,
+    coll: std::sync::Arc<convdex::Collection>,
+    /// (conversation id, turn index) -> dia_id
+    dia: HashMap<(String, u64), String>,
+    qa: Vec<Value>,
+}
+
+fn import(index: &Index, data: &[Value]) -> anyhow::Result<Vec<Loaded>> {
     let t0 = Instant::now();
-    for sample in &data {
+    let mut out = Vec::new();
+    for sample in data {
         let id = sample["sample_id"].as_str().unwrap_or("conv");
         let conv = &sample["conversation"];
         let (a, b) = (conv["speaker_a"].as_str().unwrap_or("A"), conv["speaker_b"].as_str().unwrap_or("B"));
         let mut conversations = Vec::new();
-        // (conversation id, turn index) -> dia_id
         let mut dia: HashMap<(String, u64), String> = HashMap::new();
         let mut n = 1;
         while let Some(turns) = conv.get(format!("session_{n}")).and_then(Value::as_array) {
@@ -116,7 +119,21 @@ fn main() -> anyhow::Result<()> {
         }
         let coll = index.collection("locomo", id)?;
         convdex::import_conversations(&coll, &conversations)?;
-        for qa in sample["qa"].as_array().into_iter().flatten() {
+        eprintln!("{id}: {} sessions imported, {:.0} s so far", conversations.len(), t0.elapsed().as_secs_f64());
+        out.push(Loaded { id: id.to_string(), coll, dia, qa: sample["qa"].as_array().cloned().unwrap_or_default() });
+    }
+    Ok(out)
+}
+
+fn evaluate(
+    loaded: &[Loaded],
+    search: &dyn Fn(&convdex::Collection, &str) -> convdex::Result<convdex::Hits>,
+) -> anyhow::Result<(BTreeMap<u64, Score>, f64)> {
+    let mut by_cat: BTreeMap<u64, Score> = BTreeMap::new();
+    let mut latencies = Vec::new();
+    for l in loaded {
+        let (id, dia) = (&l.id, &l.dia);
+        for qa in &l.qa {
             let evidence: Vec<String> =
                 qa["evidence"].as_array().into_iter().flatten().filter_map(Value::as_str).flat_map(normalise).collect();
             if evidence.is_empty() {
@@ -124,7 +141,7 @@ fn main() -> anyhow::Result<()> {
             }
             let question = qa["question"].as_str().unwrap_or_default();
             let t = Instant::now();
-            let hits = coll.search(question).limit(50).run()?;
+            let hits = search(&l.coll, question)?;
             latencies.push(t.elapsed());
             let ranked: Vec<(String, String)> = hits
                 .iter()
@@ -159,23 +176,51 @@ fn main() -> anyhow::Result<()> {
             }
             by_cat.entry(qa["category"].as_u64().unwrap_or(0)).or_default().add(&s);
         }
-        eprintln!("{id}: {} sessions imported, {:.0} s so far", conversations.len(), t0.elapsed().as_secs_f64());
     }
     latencies.sort();
     let median = latencies.get(latencies.len() / 2).map_or(0.0, |d| d.as_secs_f64() * 1e3);
-    println!(
-        "mode: semantic (all-MiniLM-L6-v2 int8; turns embedded as (date) speaker said, \"text\"); median query latency {median:.1} ms (incl. embedding)"
-    );
-    println!();
+    Ok((by_cat, median))
+}
+
+fn table(label: &str, by_cat: &BTreeMap<u64, Score>, median: f64, per_category: bool) {
+    println!("\n### {label} — median query latency {median:.1} ms (incl. query embedding)\n");
     println!("| category | n | hit@1 | hit@5 | hit@10 | R@1 | R@5 | R@10 | MRR | session hit@1 | session hit@5 |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut all = Score::default();
     for (c, name) in CATEGORIES {
         if let Some(s) = by_cat.get(&c) {
-            println!("{}", s.row(&format!("{c} {name}")));
+            if per_category {
+                println!("{}", s.row(&format!("{c} {name}")));
+            }
             all.add(s);
         }
     }
     println!("{}", all.row("all"));
+}
+
+fn main() -> anyhow::Result<()> {
+    let sweep = std::env::args().any(|a| a == "--sweep");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/locomo/locomo10.json");
+    let data: Vec<Value> = serde_json::from_slice(&std::fs::read(&path)?)?;
+    let dir = tempfile::tempdir()?;
+    let index = Index::open(dir.path(), Options::default())?;
+    let loaded = import(&index, &data)?;
+    println!("all-MiniLM-L6-v2 int8; turns embedded and indexed as (date) speaker said, \"text\"");
+    let mut configs: Vec<(String, SearchMode, Fusion)> = vec![
+        ("semantic".into(), SearchMode::Semantic, Fusion::default()),
+        ("lexical (BM25)".into(), SearchMode::Lexical, Fusion::default()),
+        (format!("hybrid, default fusion {:?}", Fusion::default()), SearchMode::Hybrid, Fusion::default()),
+        ("hybrid, RRF k=60".into(), SearchMode::Hybrid, Fusion::Rrf { k: 60.0 }),
+    ];
+    if sweep {
+        for w in [0.2f32, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8] {
+            configs.push((format!("hybrid, blend w={w}"), SearchMode::Hybrid, Fusion::Blend { semantic_weight: w }));
+        }
+    }
+    for (i, (label, mode, fusion)) in configs.iter().enumerate() {
+        let (mode, fusion) = (*mode, *fusion);
+        let (by_cat, median) = evaluate(&loaded, &|c, q| c.search(q).mode(mode).fusion(fusion).limit(50).run())?;
+        table(label, &by_cat, median, i < 3);
+    }
     Ok(())
 }

@@ -47,6 +47,9 @@ pub struct CollectionOptions {
     pub chunk_tokens: usize,
     /// Tokens shared by consecutive chunks. Default: 32.
     pub chunk_overlap: usize,
+    /// Keep a lexical (BM25) index next to the vector index, for lexical and hybrid search.
+    /// Without it only semantic search is available. Default: true.
+    pub lexical_index: bool,
 }
 
 impl Default for CollectionOptions {
@@ -59,6 +62,7 @@ impl Default for CollectionOptions {
             lock_wait: Duration::from_secs(3),
             chunk_tokens: 254,
             chunk_overlap: 32,
+            lexical_index: true,
         }
     }
 }
@@ -95,6 +99,10 @@ pub enum VectorIndexState {
     /// The graph was rebuilt from the stored vectors.
     Rebuilt(RebuildReason),
 }
+
+/// What happened to the lexical index when the collection was opened: the same cases as the
+/// vector index (documents instead of vectors; never loaded in the background).
+pub type LexicalIndexState = VectorIndexState;
 
 /// Why the graph was rebuilt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,6 +192,8 @@ pub struct Collection {
     write_lock: Mutex<()>,
     dirty: AtomicBool,
     opened: VectorIndexState,
+    pub(crate) lexical: Option<crate::lexical::Lexical>,
+    lexical_opened: LexicalIndexState,
     _lock: std::fs::File,
 }
 
@@ -311,6 +321,12 @@ impl Collection {
                 (rebuild(&db, dim, options.hnsw)?, VectorIndexState::Rebuilt(RebuildReason::Corrupt(why)))
             }
         };
+        let (lexical, lexical_opened) = if options.lexical_index {
+            let (l, s) = open_lexical(&db, &dir.join("lexical"), generation)?;
+            (Some(l), s)
+        } else {
+            (None, VectorIndexState::Rebuilt(RebuildReason::Missing))
+        };
         let coll = Collection {
             name: name.to_string(),
             dir: dir.to_path_buf(),
@@ -321,6 +337,8 @@ impl Collection {
             write_lock: Mutex::new(()),
             dirty: AtomicBool::new(false),
             opened,
+            lexical,
+            lexical_opened,
             _lock: lock,
         };
         if coll.opened != VectorIndexState::Loaded {
@@ -343,6 +361,12 @@ impl Collection {
     /// What happened to the vector index on open.
     pub fn vector_index_state(&self) -> &VectorIndexState {
         &self.opened
+    }
+
+    /// What happened to the lexical index on open (`Rebuilt(Missing)` when
+    /// [`CollectionOptions::lexical_index`] is off).
+    pub fn lexical_index_state(&self) -> &LexicalIndexState {
+        &self.lexical_opened
     }
 
     /// The embedder in use.
@@ -430,6 +454,7 @@ impl Collection {
         let tx = self.db.begin_write()?;
         let mut replaced_ids = Vec::new();
         let mut new_vectors: Vec<(u64, Vec<f32>)> = Vec::new();
+        let mut lexical_docs: Vec<(u64, String)> = Vec::new();
         let generation;
         {
             let mut meta = tx.open_table(META)?;
@@ -458,6 +483,7 @@ impl Collection {
                 let id = next_id;
                 next_id += 1;
                 store::put_document(&tx, id, doc)?;
+                lexical_docs.push((id, lexical_text(doc)));
                 for (c, (key, v, fresh)) in chunks.into_iter().enumerate() {
                     let did = ann::data_id(id, c as u64);
                     let bytes = codec::vector_bytes(&v);
@@ -487,6 +513,11 @@ impl Collection {
             ann.insert(&items);
         }
         self.dirty.store(true, Ordering::SeqCst);
+        // 4. The lexical index too. Should this fail, the store is committed and the index
+        // catches up the next time the collection is opened.
+        if let Some(l) = &self.lexical {
+            l.apply(&replaced_ids, &lexical_docs, generation)?;
+        }
         self.maybe_rebuild_locked()?;
         Ok(report)
     }
@@ -614,13 +645,17 @@ impl Collection {
                 n += 1;
             }
         }
+        let mut generation = 0;
         if n > 0 {
             let mut meta = tx.open_table(META)?;
-            let g = get_u64(&meta, META_GENERATION)?.unwrap_or(0) + 1;
-            meta.insert(META_GENERATION, g.to_le_bytes().as_slice())?;
+            generation = get_u64(&meta, META_GENERATION)?.unwrap_or(0) + 1;
+            meta.insert(META_GENERATION, generation.to_le_bytes().as_slice())?;
         }
         tx.commit()?;
         if n > 0 {
+            if let Some(l) = &self.lexical {
+                l.apply(&ids, &[], generation)?;
+            }
             let mut ann = self.ann.write().unwrap_or_else(|e| e.into_inner());
             for id in &ids {
                 ann.tombstone(*id);
@@ -912,6 +947,93 @@ fn rebuild(db: &Database, dim: usize, params: HnswParams) -> Result<Ann> {
     let items: Vec<(u64, &[f32])> = all.iter().map(|(id, v)| (*id, v.as_slice())).collect();
     ann.insert(&items);
     Ok(ann)
+}
+
+/// The text the lexical index holds for a document: its header (speaker and date) and content.
+pub(crate) fn lexical_text(doc: &Document) -> String {
+    match embed_header(doc) {
+        Some(h) => format!("{h}{}", doc.content),
+        None => doc.content.clone(),
+    }
+}
+
+/// Every stored document's `(internal id, lexical text)`.
+fn lexical_documents(db: &Database, only: Option<&[u64]>) -> Result<Vec<(u64, String)>> {
+    let tx = db.begin_read()?;
+    let docs = tx.open_table(DOCS)?;
+    let mut out = Vec::new();
+    match only {
+        Some(ids) => {
+            for &id in ids {
+                if let Some(d) = get_doc(&docs, id)? {
+                    out.push((id, lexical_text(&d)));
+                }
+            }
+        }
+        None => {
+            for e in docs.iter()? {
+                let (k, v) = e?;
+                let d: Document = codec::decode("document", v.value())?;
+                out.push((k.value(), lexical_text(&d)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Opens the lexical index and brings it in line with the store generation.
+fn open_lexical(db: &Database, dir: &Path, generation: u64) -> Result<(crate::lexical::Lexical, LexicalIndexState)> {
+    use crate::lexical::{Lexical, Opened};
+    let (lex, opened) = Lexical::open(dir)?;
+    let rebuild = |lex: &Lexical| -> Result<()> {
+        lex.clear()?;
+        let all = lexical_documents(db, None)?;
+        for batch in all.chunks(20_000) {
+            lex.apply(&[], batch, generation)?;
+        }
+        if all.is_empty() {
+            lex.apply(&[], &[], generation)?;
+        }
+        Ok(())
+    };
+    let state = match opened {
+        Opened::At(g) if g == generation => VectorIndexState::Loaded,
+        Opened::At(g) if g > generation => {
+            rebuild(&lex)?;
+            VectorIndexState::Rebuilt(RebuildReason::Stale { graph: g, store: generation })
+        }
+        Opened::At(g) => {
+            let stored = {
+                let tx = db.begin_read()?;
+                let t = tx.open_table(DOCS)?;
+                let mut v = Vec::new();
+                for e in t.iter()? {
+                    v.push(e?.0.value());
+                }
+                v
+            };
+            let indexed = lex.ids()?;
+            let missing: Vec<u64> = stored.iter().copied().filter(|id| indexed.binary_search(id).is_err()).collect();
+            let extra: Vec<u64> = indexed.iter().copied().filter(|id| stored.binary_search(id).is_err()).collect();
+            let add = lexical_documents(db, Some(&missing))?;
+            lex.apply(&extra, &add, generation)?;
+            VectorIndexState::CaughtUp {
+                from_generation: g,
+                to_generation: generation,
+                added: add.len(),
+                removed: extra.len(),
+            }
+        }
+        Opened::Fresh(why) => {
+            rebuild(&lex)?;
+            VectorIndexState::Rebuilt(if why == "missing" {
+                RebuildReason::Missing
+            } else {
+                RebuildReason::Corrupt(why)
+            })
+        }
+    };
+    Ok((lex, state))
 }
 
 /// Brings a loaded graph in line with the store. Returns (added, tombstoned documents).

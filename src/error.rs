@@ -135,6 +135,17 @@ pub enum Error {
         /// Upper bound given (RFC 3339).
         until: String,
     },
+    /// The lexical (full-text) index failed.
+    #[error(
+        "lexical index error in {path}: {reason}; the index is derived from the store: delete the \
+         `lexical` directory and reopen the collection to rebuild it"
+    )]
+    Lexical {
+        /// The index directory.
+        path: std::path::PathBuf,
+        /// What tantivy reported.
+        reason: String,
+    },
     /// Some argument is not acceptable; the message says which and why.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -63,6 +63,7 @@ pub mod extract;
 mod index;
 mod indexer;
 pub mod ingest;
+pub mod lexical;
 pub mod life;
 pub mod models;
 pub mod runs;
@@ -74,8 +75,8 @@ pub mod testutil;
 
 pub use ann::{HnswParams, LoadFailure};
 pub use collection::{
-    AddReport, Collection, CollectionMeta, CollectionOptions, CollectionStats, RebuildReason, SCHEMA_VERSION,
-    VectorIndexState,
+    AddReport, Collection, CollectionMeta, CollectionOptions, CollectionStats, LexicalIndexState, RebuildReason,
+    SCHEMA_VERSION, VectorIndexState,
 };
 pub use doc::{
     CommitRef, DecisionFields, DecisionStatus, DocBody, DocKind, Document, ExtractionMethod, FileAction, FileRef,
@@ -88,7 +89,7 @@ pub use indexer::{
     Config, ImportReport, IndexOptions, IndexReport, Progress, SessionRuns, default_tenant, encode_project_dir,
     import_conversations, index_paths, index_paths_with_progress, normalize_name, read_conversation, runs_in,
 };
-pub use search::{Hit, Hits, Plan, PlanPath, SearchBuilder};
+pub use search::{Fusion, Hit, Hits, Plan, PlanPath, SearchBuilder, SearchMode, Signals};
 
 /// The README's code blocks, compiled as doctests so the README stays true.
 #[doc = include_str!("../README.md")]

@@ -171,6 +171,10 @@ struct SearchArgs {
     /// Only at or before this time (RFC 3339 or YYYY-MM-DD).
     #[arg(long)]
     until: Option<String>,
+    /// semantic (meaning), lexical (words: quoted phrases and identifiers must match), or
+    /// hybrid (both, fused).
+    #[arg(long, default_value = "hybrid")]
+    mode: convdex::SearchMode,
     /// Number of hits.
     #[arg(long, default_value_t = 10)]
     limit: usize,
@@ -552,7 +556,7 @@ fn search(dir: &std::path::Path, a: SearchArgs) -> anyhow::Result<()> {
     let until = a.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
     let mut all = Vec::new();
     for (info, c) in collections(&index, a.project.as_deref())? {
-        let mut b = c.search(&a.query).limit(a.limit);
+        let mut b = c.search(&a.query).mode(a.mode).limit(a.limit);
         if let Some(k) = a.kind {
             b = b.kind(k);
         }
@@ -591,6 +595,11 @@ fn search(dir: &std::path::Path, a: SearchArgs) -> anyhow::Result<()> {
                     "project": p, "score": h.score, "session": h.doc.session_id, "id": h.doc.id,
                     "type": h.doc.kind().as_str(), "time": h.doc.timestamp.to_rfc3339(),
                     "files": h.doc.files_discussed.iter().map(|f| &f.path).collect::<Vec<_>>(),
+                    "signals": {
+                        "semantic": h.signals.semantic, "semantic_rank": h.signals.semantic_rank,
+                        "lexical": h.signals.lexical, "lexical_rank": h.signals.lexical_rank,
+                    },
+                    "snippet": h.snippet,
                     "content": h.doc.content,
                 })
             })
@@ -601,6 +610,8 @@ fn search(dir: &std::path::Path, a: SearchArgs) -> anyhow::Result<()> {
     if all.is_empty() {
         println!("no hits");
     }
+    let color = std::io::IsTerminal::is_terminal(&std::io::stdout())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     for (p, h) in all {
         let role = match &h.doc.body {
             convdex::DocBody::Message(m) => m.role.as_str(),
@@ -616,9 +627,22 @@ fn search(dir: &std::path::Path, a: SearchArgs) -> anyhow::Result<()> {
             role,
             if files.is_empty() { String::new() } else { format!("  [{}]", files.join(", ")) }
         );
-        println!("       {}", snippet(&h.doc.content, 160));
+        let matched = match (h.signals.semantic_rank.is_some(), h.signals.lexical.is_some()) {
+            (true, true) => "meaning+words",
+            (false, true) => "words",
+            _ => "meaning",
+        };
+        match &h.snippet {
+            Some(s) => println!("       ({matched}) {}", highlight(s, color)),
+            None => println!("       ({matched}) {}", snippet(&h.doc.content, 160)),
+        }
     }
     Ok(())
+}
+
+/// Lexical matches, marked `[…]` in a snippet: bold on a colour terminal, brackets otherwise.
+fn highlight(s: &str, color: bool) -> String {
+    if color { s.replace('[', "\x1b[1;33m").replace(']', "\x1b[0m") } else { s.to_string() }
 }
 
 fn main() -> ExitCode {

@@ -10,6 +10,71 @@ use crate::docset::DocSet;
 use crate::error::{Error, Result};
 use crate::store::tables::*;
 
+/// How a text query is matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SearchMode {
+    /// By meaning: the query's embedding against the documents' (cosine).
+    Semantic,
+    /// By words: BM25 over the lexical index; quoted phrases and identifiers must match
+    /// exactly (see [`crate::lexical`]).
+    Lexical,
+    /// Both rankings fused ([`Fusion`]); the default.
+    #[default]
+    Hybrid,
+}
+
+impl std::str::FromStr for SearchMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "semantic" => Ok(SearchMode::Semantic),
+            "lexical" => Ok(SearchMode::Lexical),
+            "hybrid" => Ok(SearchMode::Hybrid),
+            other => {
+                Err(Error::InvalidArgument(format!("unknown search mode `{other}`; use semantic, lexical or hybrid")))
+            }
+        }
+    }
+}
+
+/// How hybrid search merges the semantic and the lexical ranking.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fusion {
+    /// Reciprocal rank fusion: each list adds `1 / (k + rank)`.
+    Rrf {
+        /// The rank offset (60 in the original paper).
+        k: f32,
+    },
+    /// Normalised score blend: `w · z(cos) + (1 − w) · z(bm25)`, z-scores over the union of
+    /// both candidate lists. Lexical candidates the semantic list missed get their exact
+    /// cosine, and semantic candidates the lexical index did not match have BM25 0, so every
+    /// candidate is scored on both signals.
+    Blend {
+        /// Weight of the semantic score, 0–1.
+        semantic_weight: f32,
+    },
+}
+
+impl Default for Fusion {
+    /// The blend chosen on LoCoMo (see README).
+    fn default() -> Self {
+        Fusion::Blend { semantic_weight: 0.5 }
+    }
+}
+
+/// Which signals matched a hit, and how.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Signals {
+    /// Cosine similarity of the best chunk, when semantic search ran.
+    pub semantic: Option<f32>,
+    /// 1-based rank in the semantic list, when the document was in it.
+    pub semantic_rank: Option<usize>,
+    /// BM25 score, when the lexical index matched the document.
+    pub lexical: Option<f32>,
+    /// 1-based rank in the lexical list.
+    pub lexical_rank: Option<usize>,
+}
+
 /// Which path a search took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlanPath {
@@ -24,13 +89,17 @@ pub enum PlanPath {
         /// (falling back to the filtered walk if too few passed).
         post_filter: bool,
     },
+    /// Lexical mode: BM25 over the lexical index, restricted to the candidate documents.
+    Lexical,
 }
 
 /// The plan a search ran with.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Plan {
-    /// Exact or graph.
+    /// Exact or graph (the vector side of a hybrid search), or lexical.
     pub path: PlanPath,
+    /// The mode that ran.
+    pub mode: SearchMode,
     /// Documents passing the filters (all documents when there is no filter).
     pub candidates: usize,
     /// Documents in the collection.
@@ -44,10 +113,14 @@ pub struct Plan {
 pub struct Hit {
     /// The document (a message once, whichever of its chunks matched).
     pub doc: Document,
-    /// Cosine similarity of the best-matching chunk.
+    /// The ranking score: cosine (semantic), BM25 (lexical) or the fused score (hybrid).
     pub score: f32,
-    /// Index of the best-matching chunk.
+    /// Index of the best-matching chunk (0 when only the lexical index matched).
     pub chunk: u32,
+    /// Which signals matched.
+    pub signals: Signals,
+    /// The text around the first lexical match, matches in `[` `]` (when words matched).
+    pub snippet: Option<String>,
     /// The plan that produced it.
     pub plan: Plan,
 }
@@ -98,6 +171,8 @@ pub struct SearchBuilder<'c> {
     limit: usize,
     exact: Option<bool>,
     ef: Option<usize>,
+    mode: Option<SearchMode>,
+    fusion: Fusion,
 }
 
 impl Collection {
@@ -129,7 +204,22 @@ impl<'c> SearchBuilder<'c> {
             limit: 10,
             exact: None,
             ef: None,
+            mode: None,
+            fusion: Fusion::default(),
         }
+    }
+
+    /// Semantic, lexical or hybrid. Default: hybrid for text queries; a vector query is
+    /// semantic only.
+    pub fn mode(mut self, mode: SearchMode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// How hybrid search fuses the two rankings. Default: [`Fusion::default`].
+    pub fn fusion(mut self, fusion: Fusion) -> Self {
+        self.fusion = fusion;
+        self
     }
 
     /// Only documents of this type (repeat for several). Default: all types.
@@ -211,6 +301,26 @@ impl<'c> SearchBuilder<'c> {
             && s > u
         {
             return Err(Error::InvertedTimeRange { since: s.to_rfc3339(), until: u.to_rfc3339() });
+        }
+        if let Query::Vector(v) = &self.query
+            && v.len() != self.coll.embedder.dim()
+        {
+            return Err(Error::DimensionMismatch { expected: self.coll.embedder.dim(), got: v.len() });
+        }
+        if matches!(self.query, Query::Vector(_)) && matches!(self.mode, Some(SearchMode::Lexical | SearchMode::Hybrid))
+        {
+            return Err(Error::InvalidArgument(
+                "lexical and hybrid search need a text query; use `search(text)` or semantic mode".into(),
+            ));
+        }
+        match self.fusion {
+            Fusion::Rrf { k } if k.is_nan() || k <= 0.0 => {
+                return Err(Error::InvalidArgument(format!("RRF k must be positive, got {k}")));
+            }
+            Fusion::Blend { semantic_weight: w } if !(0.0..=1.0).contains(&w) => {
+                return Err(Error::InvalidArgument(format!("blend weight must be within 0..=1, got {w}")));
+            }
+            _ => {}
         }
         if self.files.iter().any(|f| f.is_empty()) {
             return Err(Error::InvalidArgument("file filter is empty; give a path such as `src/auth.rs`".into()));
@@ -326,39 +436,43 @@ impl<'c> SearchBuilder<'c> {
         Ok(acc)
     }
 
-    /// Runs the search.
-    pub fn run(self) -> Result<Hits> {
-        self.validate()?;
-        let coll = self.coll;
-        let dim = coll.embedder.dim();
-        let query = match &self.query {
-            Query::Text(t) => coll.embedder.embed_one(t)?,
+    fn query_vector(&self) -> Result<Vec<f32>> {
+        let dim = self.coll.embedder.dim();
+        match &self.query {
+            Query::Text(t) => self.coll.embedder.embed_one(t),
             Query::Vector(v) => {
                 if v.len() != dim {
                     return Err(Error::DimensionMismatch { expected: dim, got: v.len() });
                 }
                 let mut v = v.clone();
                 crate::embed::normalize(&mut v);
-                v
+                Ok(v)
             }
-        };
+        }
+    }
+
+    /// The vector side: `(data id, cosine)` best first, and the path taken.
+    fn vector_search(
+        &self,
+        query: &[f32],
+        cands: Option<&DocSet>,
+        candidates: usize,
+        selectivity: f32,
+        want: usize,
+    ) -> (Vec<(u64, f32)>, PlanPath) {
+        let coll = self.coll;
         // Take a graph that finished loading in the background since the last search.
         if coll.ann.read().unwrap_or_else(|e| e.into_inner()).loading() {
             coll.ann.write().unwrap_or_else(|e| e.into_inner()).poll(false);
         }
         let graph_ready = coll.ann.read().unwrap_or_else(|e| e.into_inner()).graph_ready();
-        let tx = coll.db.begin_read()?;
-        let total = tx.open_table(DOCS)?.len()? as usize;
-        let cands = self.candidates(&tx)?;
-        let candidates = cands.as_ref().map_or(total, DocSet::len);
-        let selectivity = if total == 0 { 0.0 } else { candidates as f32 / total as f32 };
         // Until a persisted graph has finished loading, the exact scan answers.
         let exact = !graph_ready
             || self.exact.unwrap_or(
                 candidates <= coll.options.exact_threshold
                     || (cands.is_some() && selectivity < coll.options.exact_fraction),
             );
-        let base_ef = coll.options.hnsw.ef_search.max(self.limit * 2);
+        let base_ef = coll.options.hnsw.ef_search.max(want * 2);
         let ef = self.ef.unwrap_or_else(|| {
             if cands.is_none() {
                 base_ef
@@ -370,59 +484,169 @@ impl<'c> SearchBuilder<'c> {
         // Most documents pass: an unfiltered walk that over-fetches is cheaper than a filtered
         // walk, which cannot stop early.
         let post_filter = cands.is_some() && selectivity >= coll.options.exact_fraction.min(0.5);
-        let mut plan = Plan {
-            path: if exact { PlanPath::Exact } else { PlanPath::Graph { ef, post_filter } },
-            candidates,
-            total,
-            selectivity,
+        let ann = coll.ann.read().unwrap_or_else(|e| e.into_inner());
+        // Documents have up to 256 chunks; ask for more than `want` vectors and keep each
+        // document's best.
+        if exact {
+            return (ann.search_exact(query, cands, candidates, want), PlanPath::Exact);
+        }
+        let knbn = want * 3;
+        let filter = cands.map(|s| move |doc: u64| s.contains(doc));
+        let keep: Option<&(dyn Fn(u64) -> bool + Sync)> = filter.as_ref().map(|f| f as _);
+        if let (Some(set), true) = (cands, post_filter) {
+            let over = (knbn as f32 * 1.5 / selectivity) as usize + 10;
+            let kept: Vec<(u64, f32)> = ann
+                .search_graph(query, over, ef.max(over), None)
+                .into_iter()
+                .filter(|(id, _)| set.contains(id >> 8))
+                .collect();
+            let docs: std::collections::HashSet<u64> = kept.iter().map(|(id, _)| id >> 8).collect();
+            if docs.len() >= want.min(candidates) {
+                return (kept, PlanPath::Graph { ef, post_filter: true });
+            }
+        }
+        // Too few passed the post-filter (or no filter): the filtered walk.
+        (ann.search_graph(query, knbn, ef.max(knbn), keep), PlanPath::Graph { ef, post_filter: false })
+    }
+
+    /// Exact cosine of each document's best chunk, for documents only the lexical list found.
+    fn cosines(&self, query: &[f32], docs: &[u64]) -> std::collections::HashMap<u64, (f32, u32)> {
+        let set: DocSet = docs.iter().copied().collect();
+        let ann = self.coll.ann.read().unwrap_or_else(|e| e.into_inner());
+        let mut out = std::collections::HashMap::new();
+        for (id, score) in ann.search_exact(query, Some(&set), docs.len(), docs.len() * 8) {
+            let e = out.entry(id >> 8).or_insert((score, (id & 0xff) as u32));
+            if score > e.0 {
+                *e = (score, (id & 0xff) as u32);
+            }
+        }
+        out
+    }
+
+    /// Runs the search.
+    pub fn run(self) -> Result<Hits> {
+        self.validate()?;
+        let coll = self.coll;
+        let mode = match self.query {
+            Query::Vector(_) => SearchMode::Semantic,
+            // Without a lexical index the default is semantic.
+            Query::Text(_) if coll.lexical.is_none() => self.mode.unwrap_or(SearchMode::Semantic),
+            Query::Text(_) => self.mode.unwrap_or_default(),
         };
+        let tx = coll.db.begin_read()?;
+        let total = tx.open_table(DOCS)?.len()? as usize;
+        let cands = self.candidates(&tx)?;
+        let candidates = cands.as_ref().map_or(total, DocSet::len);
+        let selectivity = if total == 0 { 0.0 } else { candidates as f32 / total as f32 };
+        let mut plan = Plan { path: PlanPath::Lexical, mode, candidates, total, selectivity };
         if candidates == 0 {
             return Ok(Hits { hits: Vec::new(), plan });
         }
-        // Documents have up to 256 chunks; ask for more than `limit` vectors and keep each
-        // document's best.
-        let raw: Vec<(u64, f32)> = {
-            let ann = coll.ann.read().unwrap_or_else(|e| e.into_inner());
-            if exact {
-                ann.search_exact(&query, cands.as_ref(), candidates, self.limit)
-            } else {
-                let knbn = self.limit * 3;
-                let filter = cands.as_ref().map(|s| move |doc: u64| s.contains(doc));
-                let keep: Option<&(dyn Fn(u64) -> bool + Sync)> = filter.as_ref().map(|f| f as _);
-                let over = match (&cands, post_filter) {
-                    (Some(set), true) => {
-                        let want = (knbn as f32 * 1.5 / selectivity) as usize + 10;
-                        let kept: Vec<(u64, f32)> = ann
-                            .search_graph(&query, want, ef.max(want), None)
-                            .into_iter()
-                            .filter(|(id, _)| set.contains(id >> 8))
-                            .collect();
-                        let docs: std::collections::HashSet<u64> = kept.iter().map(|(id, _)| id >> 8).collect();
-                        (docs.len() >= self.limit.min(candidates)).then_some(kept)
-                    }
-                    _ => None,
-                };
-                match over {
-                    Some(kept) => kept,
-                    None => {
-                        // Too few passed the post-filter: the plan that ran is the filtered walk.
-                        plan.path = PlanPath::Graph { ef, post_filter: false };
-                        ann.search_graph(&query, knbn, ef.max(knbn), keep)
-                    }
+        // Each list is deeper than `limit` when the other may reorder it.
+        let want = if mode == SearchMode::Hybrid { (self.limit * 5).max(50) } else { self.limit };
+        let mut query_vec = None;
+        // (doc, cosine, chunk), best first, one entry per document.
+        let mut semantic: Vec<(u64, f32, u32)> = Vec::new();
+        if mode != SearchMode::Lexical {
+            let q = self.query_vector()?;
+            let (raw, path) = self.vector_search(&q, cands.as_ref(), candidates, selectivity, want);
+            plan.path = path;
+            let mut seen = std::collections::HashSet::new();
+            for (data_id, score) in raw {
+                if seen.insert(data_id >> 8) {
+                    semantic.push((data_id >> 8, score, (data_id & 0xff) as u32));
                 }
             }
+            query_vec = Some(q);
+        }
+        let lexical_query = match &self.query {
+            Query::Text(t) if mode != SearchMode::Semantic => Some(crate::lexical::LexicalQuery::parse(t)),
+            _ => None,
         };
-        let docs = tx.open_table(DOCS)?;
-        let mut seen = std::collections::HashSet::new();
-        let mut hits = Vec::with_capacity(self.limit);
-        for (data_id, score) in raw {
-            let doc_id = data_id >> 8;
-            if !seen.insert(doc_id) {
-                continue;
+        let lexical: Vec<(u64, f32)> = match &lexical_query {
+            Some(q) => match &coll.lexical {
+                Some(l) => l.search(q, cands.clone().map(std::sync::Arc::new), want)?,
+                None => {
+                    return Err(Error::InvalidArgument(
+                        "this collection has no lexical index (CollectionOptions::lexical_index is off); \
+                         use semantic mode"
+                            .into(),
+                    ));
+                }
+            },
+            None => Vec::new(),
+        };
+        // (doc, score, chunk, signals), best first.
+        let mut ranked: Vec<(u64, f32, u32, Signals)> = Vec::new();
+        let sem_rank: std::collections::HashMap<u64, (usize, f32, u32)> =
+            semantic.iter().enumerate().map(|(r, &(d, s, c))| (d, (r + 1, s, c))).collect();
+        let lex_rank: std::collections::HashMap<u64, (usize, f32)> =
+            lexical.iter().enumerate().map(|(r, &(d, s))| (d, (r + 1, s))).collect();
+        let signals = |d: u64, cos: Option<f32>| Signals {
+            semantic: cos.or(sem_rank.get(&d).map(|x| x.1)),
+            semantic_rank: sem_rank.get(&d).map(|x| x.0),
+            lexical: lex_rank.get(&d).map(|x| x.1),
+            lexical_rank: lex_rank.get(&d).map(|x| x.0),
+        };
+        match mode {
+            SearchMode::Semantic => {
+                ranked.extend(semantic.iter().map(|&(d, s, c)| (d, s, c, signals(d, None))));
             }
-            // The graph may run ahead of this read snapshot; such hits are skipped.
+            SearchMode::Lexical => {
+                ranked.extend(lexical.iter().map(|&(d, s)| (d, s, 0, signals(d, None))));
+            }
+            SearchMode::Hybrid => {
+                let mut union: Vec<u64> = semantic.iter().map(|x| x.0).collect();
+                union.extend(lexical.iter().map(|x| x.0).filter(|d| !sem_rank.contains_key(d)));
+                match self.fusion {
+                    Fusion::Rrf { k } => {
+                        for &d in &union {
+                            let score = sem_rank.get(&d).map_or(0.0, |x| 1.0 / (k + x.0 as f32))
+                                + lex_rank.get(&d).map_or(0.0, |x| 1.0 / (k + x.0 as f32));
+                            let chunk = sem_rank.get(&d).map_or(0, |x| x.2);
+                            ranked.push((d, score, chunk, signals(d, None)));
+                        }
+                    }
+                    Fusion::Blend { semantic_weight: w } => {
+                        let only_lex: Vec<u64> = union.iter().copied().filter(|d| !sem_rank.contains_key(d)).collect();
+                        let extra = match (&query_vec, only_lex.is_empty()) {
+                            (Some(q), false) => self.cosines(q, &only_lex),
+                            _ => Default::default(),
+                        };
+                        let cos = |d: u64| -> Option<(f32, u32)> {
+                            sem_rank.get(&d).map(|x| (x.1, x.2)).or_else(|| extra.get(&d).copied())
+                        };
+                        // z-scores over the candidates; a document the lexical index did not
+                        // match has BM25 0.
+                        let z = |v: &[f32]| {
+                            let n = v.len().max(1) as f32;
+                            let mean = v.iter().sum::<f32>() / n;
+                            let sd = (v.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / n).sqrt();
+                            (mean, sd.max(1e-6))
+                        };
+                        let cos_all: Vec<f32> = union.iter().filter_map(|&d| cos(d).map(|c| c.0)).collect();
+                        let bm25_all: Vec<f32> = union.iter().map(|d| lex_rank.get(d).map_or(0.0, |x| x.1)).collect();
+                        let ((cm, cs), (lm, ls)) = (z(&cos_all), z(&bm25_all));
+                        for (&d, &bm25) in union.iter().zip(&bm25_all) {
+                            let c = cos(d);
+                            let cz = c.map_or(0.0, |x| (x.0 - cm) / cs);
+                            let lz = (bm25 - lm) / ls;
+                            ranked.push((d, w * cz + (1.0 - w) * lz, c.map_or(0, |x| x.1), signals(d, c.map(|x| x.0))));
+                        }
+                    }
+                }
+                ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            }
+        }
+        let terms = lexical_query.as_ref().map(|q| q.terms()).unwrap_or_default();
+        let docs = tx.open_table(DOCS)?;
+        let mut hits = Vec::with_capacity(self.limit);
+        for (doc_id, score, chunk, signals) in ranked {
+            // An index may run ahead of this read snapshot; such hits are skipped.
             let Some(doc) = get_doc(&docs, doc_id)? else { continue };
-            hits.push(Hit { doc, score, chunk: (data_id & 0xff) as u32, plan });
+            let snippet =
+                if signals.lexical.is_some() { crate::lexical::snippet(&doc.content, &terms, 160) } else { None };
+            hits.push(Hit { doc, score, chunk, signals, snippet, plan });
             if hits.len() == self.limit {
                 break;
             }

@@ -1,12 +1,15 @@
-//! Search quality on real transcripts with the real model: paraphrased questions written for
-//! this test (`tests/data/search_queries.json`, which names messages by transcript and uuid)
-//! find their message in the top 5, with and without a matching filter.
+//! Search quality on real transcripts with the real model, in every mode, with and without a
+//! matching filter: paraphrased questions written for this test (`tests/data/search_queries.json`)
+//! are found semantically and by hybrid search; identifiers, file paths, error strings and
+//! quoted phrases (`tests/data/lexical_queries.json`) are found lexically and by hybrid search,
+//! each kind with a case semantic search misses. Both files name messages by transcript and
+//! uuid. To rank candidate cases, set `LEXICAL_CANDIDATES=<file in the same format>`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use convdex::{DocBody, DocKind, Index, IndexOptions, Options};
+use convdex::{DocBody, DocKind, Index, IndexOptions, Options, SearchMode};
 
 use crate::common::model;
 
@@ -24,16 +27,57 @@ struct Cases {
     queries: Vec<Case>,
 }
 
+#[derive(serde::Deserialize)]
+struct LexicalCase {
+    kind: String,
+    transcript: String,
+    uuids: Vec<String>,
+    query: String,
+}
+
+#[derive(serde::Deserialize)]
+struct LexicalCases {
+    queries: Vec<LexicalCase>,
+}
+
+/// The project folder and session id of a transcript path (main file or sub-agent file).
+fn folder_and_session(transcripts: &Path, transcript: &str) -> (PathBuf, String) {
+    let p = transcripts.join(transcript);
+    if p.parent().unwrap().file_name().is_some_and(|n| n == "subagents") {
+        let session_dir = p.parent().unwrap().parent().unwrap();
+        (session_dir.parent().unwrap().to_path_buf(), session_dir.file_name().unwrap().to_string_lossy().into_owned())
+    } else {
+        (p.parent().unwrap().to_path_buf(), p.file_stem().unwrap().to_string_lossy().into_owned())
+    }
+}
+
+/// Rank (1-based) of the first hit that is one of `uuids`, in the top 5.
+fn rank(hits: &convdex::Hits, uuids: &[String]) -> Option<usize> {
+    hits.iter()
+        .position(|h| match &h.doc.body {
+            DocBody::Message(m) => uuids.contains(&m.message_uuid),
+            _ => false,
+        })
+        .map(|r| r + 1)
+}
+
 #[test]
-fn paraphrased_questions_find_their_messages() {
+fn paraphrases_identifiers_paths_errors_and_phrases_in_every_mode() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let cases: Cases =
         serde_json::from_str(&std::fs::read_to_string(root.join("tests/data/search_queries.json")).unwrap()).unwrap();
+    let lexical: LexicalCases =
+        serde_json::from_str(&std::fs::read_to_string(root.join("tests/data/lexical_queries.json")).unwrap()).unwrap();
     let asserted = cases.queries.iter().filter(|c| c.known_miss.is_none()).count();
     assert!(asserted >= 15, "at least 15 asserted queries");
     let transcripts = root.join("../shared/data/transcripts");
-    let folders: BTreeSet<PathBuf> =
-        cases.queries.iter().map(|c| transcripts.join(&c.transcript).parent().unwrap().to_path_buf()).collect();
+    let folders: BTreeSet<PathBuf> = cases
+        .queries
+        .iter()
+        .map(|c| c.transcript.as_str())
+        .chain(lexical.queries.iter().map(|c| c.transcript.as_str()))
+        .map(|t| folder_and_session(&transcripts, t).0)
+        .collect();
     let dir = tempfile::tempdir().unwrap();
     let embedder: Arc<dyn convdex::Embedder> = Arc::new(
         convdex::FastEmbedder::with_options(convdex::EmbedOptions::default().model_dir(&model().files().dir)).unwrap(),
@@ -44,34 +88,86 @@ fn paraphrased_questions_find_their_messages() {
         convdex::index_paths(&index, &folders, &IndexOptions { tenant: Some("t".into()), ..Default::default() })
             .unwrap();
     println!("indexed {} sessions, {} messages, {} chunks", report.sessions_new, report.messages, report.chunks);
-    let collections = index.collections().unwrap();
-    let mut misses = Vec::new();
-    for case in &cases.queries {
-        let session = Path::new(&case.transcript).file_stem().unwrap().to_string_lossy().into_owned();
-        let coll = collections
+    let collections: Vec<Arc<convdex::Collection>> =
+        index.collections().unwrap().iter().map(|c| index.collection(&c.tenant, &c.project).unwrap()).collect();
+    let coll_of = |session: &str| {
+        collections
             .iter()
-            .map(|c| index.collection(&c.tenant, &c.project).unwrap())
-            .find(|c| c.sessions().unwrap().contains(&session))
-            .unwrap_or_else(|| panic!("session {session} not indexed"));
-        let uuid_of = |h: &convdex::Hit| match &h.doc.body {
-            DocBody::Message(m) => m.message_uuid.clone(),
-            _ => String::new(),
-        };
-        let searches = [
-            ("no filter", coll.search(&case.query).limit(5).run().unwrap()),
-            ("session filter", coll.search(&case.query).session(&session).limit(5).run().unwrap()),
-            ("type filter", coll.search(&case.query).kind(DocKind::Message).limit(5).run().unwrap()),
-        ];
-        for (label, hits) in searches {
-            let rank = hits.iter().position(|h| case.uuids.contains(&uuid_of(h)));
-            println!("{:>14} rank {:?}: {}", label, rank.map(|r| r + 1), case.query);
-            if rank.is_none() && case.known_miss.is_none() {
-                misses.push(format!("{label}: {}", case.query));
+            .find(|c| c.sessions().unwrap().iter().any(|s| s == session))
+            .unwrap_or_else(|| panic!("session {session} not indexed"))
+            .clone()
+    };
+    // Every case in every mode, without a filter, with its session and with its type.
+    let ranks = |coll: &convdex::Collection, query: &str, session: &str, uuids: &[String], mode: SearchMode| {
+        let run = |b: convdex::SearchBuilder<'_>| rank(&b.mode(mode).limit(5).run().unwrap(), uuids);
+        [
+            run(coll.search(query)),
+            run(coll.search(query).session(session)),
+            run(coll.search(query).kind(DocKind::Message)),
+        ]
+    };
+    let mut misses = Vec::new();
+    let mut semantic_only = 0;
+    let (mut found_semantic, mut found_hybrid) = (0, 0);
+    for case in &cases.queries {
+        let (_, session) = folder_and_session(&transcripts, &case.transcript);
+        let coll = coll_of(&session);
+        let [sem, lex, hyb] = [SearchMode::Semantic, SearchMode::Lexical, SearchMode::Hybrid]
+            .map(|m| ranks(&coll, &case.query, &session, &case.uuids, m));
+        println!("semantic {sem:?} lexical {lex:?} hybrid {hyb:?}: {}", case.query);
+        if sem[0].is_some() && lex[0].is_none() {
+            semantic_only += 1;
+        }
+        found_semantic += sem.iter().filter(|r| r.is_some()).count();
+        found_hybrid += hyb.iter().filter(|r| r.is_some()).count();
+        if case.known_miss.is_none() && sem.iter().any(Option::is_none) {
+            misses.push(format!("semantic: {} {sem:?}", case.query));
+        }
+    }
+    let mut semantic_missed = BTreeSet::new();
+    if let Ok(path) = std::env::var("LEXICAL_CANDIDATES") {
+        let cands: LexicalCases = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        for case in &cands.queries {
+            let (_, session) = folder_and_session(&transcripts, &case.transcript);
+            let coll = coll_of(&session);
+            let [sem, lex] = [SearchMode::Semantic, SearchMode::Lexical]
+                .map(|m| ranks(&coll, &case.query, &session, &case.uuids, m));
+            println!("CAND\t{}\t{:?}\t{:?}\t{}", case.kind, sem[0], lex[0], case.query);
+        }
+        return;
+    }
+    for case in &lexical.queries {
+        let (_, session) = folder_and_session(&transcripts, &case.transcript);
+        let coll = coll_of(&session);
+        let [sem, lex, hyb] = [SearchMode::Semantic, SearchMode::Lexical, SearchMode::Hybrid]
+            .map(|m| ranks(&coll, &case.query, &session, &case.uuids, m));
+        println!("{}: semantic {sem:?} lexical {lex:?} hybrid {hyb:?}: {}", case.kind, case.query);
+        for (mode, r) in [("lexical", lex), ("hybrid", hyb)] {
+            if r.iter().any(Option::is_none) {
+                misses.push(format!("{mode} ({}): {} {r:?}", case.kind, case.query));
             }
+        }
+        if sem[0].is_none() {
+            semantic_missed.insert(case.kind.clone());
+        }
+        // The snippet shows the match.
+        let hits = coll.search(&case.query).mode(SearchMode::Lexical).limit(5).run().unwrap();
+        let top = hits
+            .iter()
+            .find(|h| rank(&convdex::Hits { hits: vec![(*h).clone()], plan: hits.plan }, &case.uuids).is_some());
+        if let Some(h) = top {
+            let snip = h.snippet.as_deref().unwrap_or_default();
+            assert!(snip.contains('['), "no highlighted snippet for `{}`: {snip:?}", case.query);
+            assert!(h.signals.lexical.is_some() && h.signals.lexical_rank.is_some());
         }
     }
     for c in cases.queries.iter().filter(|c| c.known_miss.is_some()) {
         println!("known miss (reported, not asserted): {}", c.query);
     }
+    println!("paraphrases in the top 5 (3 searches each): semantic {found_semantic}, hybrid {found_hybrid}");
+    assert!(semantic_only >= 1, "no paraphrase was found semantically but missed lexically");
+    assert!(found_hybrid >= found_semantic, "hybrid finds fewer paraphrases than semantic search");
+    let kinds: BTreeSet<String> = lexical.queries.iter().map(|c| c.kind.clone()).collect();
+    assert_eq!(semantic_missed, kinds, "every kind has a case that semantic search misses and lexical finds");
     assert!(misses.is_empty(), "not in the top 5: {misses:#?}");
 }

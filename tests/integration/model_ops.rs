@@ -64,7 +64,7 @@ proptest! {
                 }
                 Op::Search { words, session, limit } => {
                     let q = text(&words);
-                    let mut b = c.search(&q).limit(limit).exact(true);
+                    let mut b = c.search(&q).mode(convdex::SearchMode::Semantic).limit(limit).exact(true);
                     if let Some(s) = session {
                         b = b.session(&format!("s{s}"));
                     }
@@ -85,13 +85,30 @@ proptest! {
                         prop_assert_eq!(&h.doc.content, content);
                     }
                     // The graph path returns only live, matching documents.
-                    let mut g = c.search(&q).limit(limit).exact(false);
+                    let mut g = c.search(&q).mode(convdex::SearchMode::Semantic).limit(limit).exact(false);
                     if let Some(s) = session {
                         g = g.session(&format!("s{s}"));
                     }
                     for h in g.run().unwrap().iter() {
                         prop_assert!(model.contains_key(&h.doc.id));
                     }
+                    // The lexical index follows adds, replacements, deletes and reopens: it finds
+                    // exactly the live documents sharing a word with the query.
+                    let mut l = c.search(&q).mode(convdex::SearchMode::Lexical).limit(1000);
+                    if let Some(s) = session {
+                        l = l.session(&format!("s{s}"));
+                    }
+                    let found: std::collections::BTreeSet<_> = l.run().unwrap().iter().map(|h| h.doc.id).collect();
+                    let qwords: Vec<&str> = q.split_whitespace().collect();
+                    let expected: std::collections::BTreeSet<_> = model
+                        .iter()
+                        .filter(|(_, (s, content))| {
+                            session.is_none_or(|x| *s == format!("s{x}"))
+                                && content.split_whitespace().any(|w| qwords.contains(&w))
+                        })
+                        .map(|(id, _)| *id)
+                        .collect();
+                    prop_assert_eq!(found, expected);
                 }
                 Op::Reopen => {
                     // Close (dropping flushes the graph), then open again from disk.

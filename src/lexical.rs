@@ -1,0 +1,598 @@
+//! The lexical index: BM25 over a tantivy index in `<collection>/lexical/`, derived from the
+//! redb store like the vector index (rebuildable; each commit records the store generation it
+//! reflects; deletes remove the document's terms).
+//!
+//! The tokenizer suits conversations about code ([`tokens`]): words; identifiers and paths
+//! indexed whole *and* split at `_`, `::`, `.`, `/`, `-` and camelCase (`parseFrameHeader` →
+//! `parseframeheader`, `parse`, `frame`, `header`); numbers and versions kept (`v1.2.3`);
+//! case folded; English stemming (`sessions` → `session`); Chinese, Japanese and Korean text
+//! as overlapping character bigrams.
+//!
+//! Queries ([`LexicalQuery`]): `"quoted phrases"` must match as phrases and identifiers (a
+//! token with `_ :: . / -` or inner capitals) must match whole; other words are optional and
+//! ranked by BM25.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tantivy::collector::{FilterCollector, TopDocs};
+use tantivy::query::{BooleanQuery, Occur, PhraseQuery, Query, TermQuery};
+use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions};
+use tantivy::tokenizer::{Language, Stemmer, TextAnalyzer, Token, TokenStream, Tokenizer};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use crate::docset::DocSet;
+use crate::error::{Error, Result};
+
+const TOKENIZER: &str = "convdex";
+/// Bumped when the schema or the tokenizer changes: an index of another version is rebuilt.
+const FORMAT: &str = "lexical-1";
+
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF // Hiragana, Katakana
+        | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF // Han
+        | 0xAC00..=0xD7AF // Hangul syllables
+    )
+}
+
+fn is_word(c: char) -> bool {
+    (c.is_alphanumeric() && !is_cjk(c)) || c == '_'
+}
+
+fn is_connector(c: char) -> bool {
+    matches!(c, '.' | '/' | ':' | '-' | '\\' | '#' | '@')
+}
+
+/// Splits one identifier-like run into its parts: at connectors and `_`, and camelCase.
+fn parts(run: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let chars: Vec<(usize, char)> = run.char_indices().collect();
+    let mut start: Option<usize> = None;
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        if is_connector(c) || c == '_' {
+            if let Some(s) = start.take() {
+                out.push((s, i));
+            }
+            continue;
+        }
+        if let Some(s) = start {
+            let prev = chars[k - 1].1;
+            let next = chars.get(k + 1).map(|x| x.1);
+            // fooBar | HTTPServer (split before the last capital of a capital run)
+            let boundary = (prev.is_lowercase() && c.is_uppercase())
+                || (prev.is_uppercase() && c.is_uppercase() && next.is_some_and(char::is_lowercase));
+            if boundary {
+                out.push((s, i));
+                start = Some(i);
+            }
+        } else {
+            start = Some(i);
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, run.len()));
+    }
+    out
+}
+
+/// The tokens of a text, before stemming: `(byte from, byte to, position, text)`.
+pub fn tokens(text: &str) -> Vec<Token> {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut k = 0;
+    let push = |out: &mut Vec<Token>, from: usize, to: usize, position: usize, len: usize| {
+        out.push(Token {
+            offset_from: from,
+            offset_to: to,
+            position,
+            text: text[from..to].to_lowercase(),
+            position_length: len,
+        });
+    };
+    while k < chars.len() {
+        let (i, c) = chars[k];
+        if is_cjk(c) {
+            let start = k;
+            while k < chars.len() && is_cjk(chars[k].1) {
+                k += 1;
+            }
+            let run = &chars[start..k];
+            let end_of = |j: usize| run.get(j + 1).map_or_else(|| chars.get(k).map_or(text.len(), |x| x.0), |x| x.0);
+            if run.len() == 1 {
+                push(&mut out, run[0].0, end_of(0), pos, 1);
+                pos += 1;
+            } else {
+                for (j, &(from, _)) in run.iter().enumerate().take(run.len() - 1) {
+                    push(&mut out, from, end_of(j + 1), pos, 1);
+                    pos += 1;
+                }
+            }
+            continue;
+        }
+        if !is_word(c) {
+            k += 1;
+            continue;
+        }
+        // A run: word characters, joined by up to two connectors between word characters.
+        let start = i;
+        let mut end;
+        let mut j = k;
+        loop {
+            while j < chars.len() && is_word(chars[j].1) {
+                j += 1;
+            }
+            end = j;
+            let mut c2 = j;
+            while c2 < chars.len() && c2 - j < 2 && is_connector(chars[c2].1) {
+                c2 += 1;
+            }
+            if c2 > j && c2 < chars.len() && is_word(chars[c2].1) {
+                j = c2;
+                continue;
+            }
+            break;
+        }
+        let stop = chars.get(end).map_or(text.len(), |x| x.0);
+        let run = &text[start..stop];
+        let ps = parts(run);
+        if ps.len() > 1 {
+            push(&mut out, start, stop, pos, ps.len());
+            for (n, (a, b)) in ps.iter().enumerate() {
+                push(&mut out, start + a, start + b, pos + n, 1);
+            }
+            pos += ps.len();
+        } else {
+            push(&mut out, start, stop, pos, 1);
+            pos += 1;
+        }
+        k = end;
+    }
+    out
+}
+
+/// The tokenizer registered with tantivy (see [`tokens`]).
+#[derive(Clone, Default)]
+pub struct CodeTokenizer;
+
+/// Token stream over a precomputed token list.
+pub struct VecTokenStream {
+    tokens: Vec<Token>,
+    at: usize,
+}
+
+impl TokenStream for VecTokenStream {
+    fn advance(&mut self) -> bool {
+        self.at += 1;
+        self.at <= self.tokens.len()
+    }
+    fn token(&self) -> &Token {
+        &self.tokens[self.at - 1]
+    }
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.tokens[self.at - 1]
+    }
+}
+
+impl Tokenizer for CodeTokenizer {
+    type TokenStream<'a> = VecTokenStream;
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> VecTokenStream {
+        VecTokenStream { tokens: tokens(text), at: 0 }
+    }
+}
+
+fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(CodeTokenizer).filter(Stemmer::new(Language::English)).build()
+}
+
+/// Analyzed tokens (stemmed), as stored in the index.
+pub fn analyze(text: &str) -> Vec<Token> {
+    let mut a = analyzer();
+    let mut s = a.token_stream(text);
+    let mut out = Vec::new();
+    s.process(&mut |t| out.push(t.clone()));
+    out
+}
+
+/// Words too common to rank by in a question ("when did she go …").
+const STOP: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from", "had", "has", "have",
+    "he", "her", "his", "how", "i", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "she", "so", "that",
+    "the", "their", "them", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why",
+    "will", "with", "would", "you", "your",
+];
+
+/// A parsed lexical query.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LexicalQuery {
+    /// Quoted phrases: analyzed terms with their positions; each must match.
+    pub phrases: Vec<Vec<(usize, String)>>,
+    /// Identifiers and paths: the whole token (a match ranks higher) and its parts, which must
+    /// match as a phrase (so `transcript_renderer.ex` finds `lib/transcript_renderer.ex`).
+    pub identifiers: Vec<(String, Vec<(usize, String)>)>,
+    /// Single terms that must match (a one-word quoted phrase, a camelCase word).
+    pub required: Vec<String>,
+    /// Other terms, ranked by BM25.
+    pub optional: Vec<String>,
+}
+
+impl LexicalQuery {
+    /// Parses a query text.
+    pub fn parse(text: &str) -> LexicalQuery {
+        let mut q = LexicalQuery::default();
+        let mut rest = String::new();
+        for (n, piece) in text.split('"').enumerate() {
+            // Odd pieces are inside quotes (an unclosed quote quotes to the end).
+            if n % 2 == 1 && !piece.trim().is_empty() {
+                let toks: Vec<(usize, String)> = analyze(piece)
+                    .into_iter()
+                    .filter(|t| t.position_length == 1)
+                    .map(|t| (t.position, t.text))
+                    .collect();
+                if toks.len() > 1 {
+                    q.phrases.push(toks);
+                } else if let Some((_, t)) = toks.into_iter().next() {
+                    q.required.push(t);
+                }
+            } else {
+                rest.push(' ');
+                rest.push_str(piece);
+            }
+        }
+        let toks = analyze(&rest);
+        let raw = tokens(&rest);
+        for (k, (t, r)) in toks.iter().zip(&raw).enumerate() {
+            let original = &rest[r.offset_from..r.offset_to];
+            // `GitHub`, `JavaScript`: a capitalised word with one inner capital is a name, not
+            // an identifier; it ranks like any word (whole, lower-cased).
+            let name = t.position_length == 2
+                && original.chars().next().is_some_and(char::is_uppercase)
+                && original.chars().all(char::is_alphanumeric);
+            if name {
+                if !q.optional.contains(&t.text) {
+                    q.optional.push(t.text.clone());
+                }
+                continue;
+            }
+            if t.position_length > 1 {
+                // Identifier or path, written whole: its parts must match in order.
+                let parts: Vec<(usize, String)> =
+                    toks[k + 1..k + 1 + t.position_length].iter().map(|p| (p.position, p.text.clone())).collect();
+                if !q.identifiers.iter().any(|(w, _)| *w == t.text) {
+                    q.identifiers.push((t.text.clone(), parts));
+                }
+                continue;
+            }
+            let camel = original.chars().skip(1).any(char::is_uppercase) && original.chars().any(char::is_lowercase);
+            let part_of_identifier = raw
+                .iter()
+                .any(|o| o.position_length > 1 && o.offset_from <= r.offset_from && r.offset_to <= o.offset_to);
+            if part_of_identifier {
+                continue;
+            }
+            if camel && !q.required.contains(&t.text) {
+                q.required.push(t.text.clone());
+            } else if !STOP.contains(&r.text.as_str()) && !q.optional.contains(&t.text) {
+                q.optional.push(t.text.clone());
+            }
+        }
+        q
+    }
+
+    /// Nothing to search for.
+    pub fn is_empty(&self) -> bool {
+        self.phrases.is_empty() && self.identifiers.is_empty() && self.required.is_empty() && self.optional.is_empty()
+    }
+
+    /// Every analyzed term, for highlighting.
+    pub fn terms(&self) -> Vec<String> {
+        let mut t: Vec<String> = self.required.iter().chain(&self.optional).cloned().collect();
+        t.extend(self.phrases.iter().flatten().map(|(_, s)| s.clone()));
+        for (whole, parts) in &self.identifiers {
+            t.push(whole.clone());
+            t.extend(parts.iter().map(|(_, s)| s.clone()));
+        }
+        t
+    }
+}
+
+/// The lexical index of one collection.
+pub struct Lexical {
+    dir: std::path::PathBuf,
+    writer: std::sync::Mutex<IndexWriter>,
+    reader: IndexReader,
+    doc: Field,
+    text: Field,
+}
+
+/// Why the lexical index was rebuilt on open.
+pub(crate) enum Opened {
+    /// Its last commit reflects this store generation.
+    At(u64),
+    /// Missing, unreadable, or of another format: create a fresh one.
+    Fresh(String),
+}
+
+fn schema() -> (Schema, Field, Field) {
+    let mut b = Schema::builder();
+    let doc = b.add_u64_field("doc", INDEXED | FAST | STORED);
+    let opts = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let text = b.add_text_field("text", opts);
+    (b.build(), doc, text)
+}
+
+fn tantivy_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Lexical { path: path.to_path_buf(), reason: e.to_string() }
+}
+
+impl Lexical {
+    /// Opens (or creates) the index in `dir`. The returned state says which generation it
+    /// reflects; a fresh index is empty.
+    pub(crate) fn open(dir: &Path) -> Result<(Lexical, Opened)> {
+        let existing = dir.join("meta.json").exists();
+        let attempt = || -> std::result::Result<(Index, Option<String>), String> {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+            let index = if existing {
+                Index::open_in_dir(dir).map_err(|e| e.to_string())?
+            } else {
+                Index::create_in_dir(dir, schema().0).map_err(|e| e.to_string())?
+            };
+            let payload = index.load_metas().map_err(|e| e.to_string())?.payload;
+            Ok((index, payload))
+        };
+        let (index, opened) = match attempt() {
+            Ok((index, payload)) if existing => {
+                let at = payload
+                    .as_deref()
+                    .and_then(|p| p.strip_prefix(FORMAT))
+                    .and_then(|p| p.strip_prefix(':'))
+                    .and_then(|g| g.parse().ok());
+                match at {
+                    Some(g) if index.schema() == schema().0 => (index, Opened::At(g)),
+                    _ => {
+                        drop(index);
+                        (Self::recreate(dir)?, Opened::Fresh("another format".into()))
+                    }
+                }
+            }
+            Ok((index, _)) => (index, Opened::Fresh("missing".into())),
+            Err(why) => (Self::recreate(dir)?, Opened::Fresh(why)),
+        };
+        index.tokenizers().register(TOKENIZER, analyzer());
+        let (_, doc, text) = schema();
+        let writer = index.writer_with_num_threads(1, 32_000_000).map_err(|e| tantivy_err(dir, e))?;
+        let reader =
+            index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(|e| tantivy_err(dir, e))?;
+        Ok((Lexical { dir: dir.to_path_buf(), writer: std::sync::Mutex::new(writer), reader, doc, text }, opened))
+    }
+
+    fn recreate(dir: &Path) -> Result<Index> {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        Index::create_in_dir(dir, schema().0).map_err(|e| tantivy_err(dir, e))
+    }
+
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Replaces documents (by internal id) and commits with the store generation.
+    pub(crate) fn apply(&self, remove: &[u64], add: &[(u64, String)], generation: u64) -> Result<()> {
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        for id in remove.iter().chain(add.iter().map(|(id, _)| id)) {
+            w.delete_term(Term::from_field_u64(self.doc, *id));
+        }
+        for (id, text) in add {
+            let mut d = TantivyDocument::default();
+            d.add_u64(self.doc, *id);
+            d.add_text(self.text, text);
+            w.add_document(d).map_err(|e| tantivy_err(self.dir(), e))?;
+        }
+        let mut commit = w.prepare_commit().map_err(|e| tantivy_err(self.dir(), e))?;
+        commit.set_payload(&format!("{FORMAT}:{generation}"));
+        commit.commit().map_err(|e| tantivy_err(self.dir(), e))?;
+        drop(w);
+        self.reader.reload().map_err(|e| tantivy_err(self.dir(), e))
+    }
+
+    /// Removes everything (before a rebuild).
+    pub(crate) fn clear(&self) -> Result<()> {
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        w.delete_all_documents().map_err(|e| tantivy_err(self.dir(), e))?;
+        w.commit().map_err(|e| tantivy_err(self.dir(), e))?;
+        drop(w);
+        self.reader.reload().map_err(|e| tantivy_err(self.dir(), e))
+    }
+
+    /// Internal ids of every indexed document.
+    pub(crate) fn ids(&self) -> Result<Vec<u64>> {
+        let searcher = self.reader.searcher();
+        let mut out = Vec::new();
+        for seg in searcher.segment_readers() {
+            let col = seg.fast_fields().u64("doc").map_err(|e| tantivy_err(self.dir(), e))?;
+            for d in seg.doc_ids_alive() {
+                if let Some(v) = col.first(d) {
+                    out.push(v);
+                }
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// The best `limit` documents for `q` among `allowed` (all when `None`): `(id, BM25)`.
+    pub(crate) fn search(
+        &self,
+        q: &LexicalQuery,
+        allowed: Option<Arc<DocSet>>,
+        limit: usize,
+    ) -> Result<Vec<(u64, f32)>> {
+        if q.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let term = |t: &str| Term::from_field_text(self.text, t);
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for p in &q.phrases {
+            let base = p.first().map_or(0, |x| x.0);
+            let terms: Vec<(usize, Term)> = p.iter().map(|(pos, t)| (pos - base, term(t))).collect();
+            clauses.push((Occur::Must, Box::new(PhraseQuery::new_with_offset(terms))));
+        }
+        for (whole, parts) in &q.identifiers {
+            let base = parts.first().map_or(0, |x| x.0);
+            let terms: Vec<(usize, Term)> = parts.iter().map(|(pos, t)| (pos - base, term(t))).collect();
+            clauses.push((Occur::Must, Box::new(PhraseQuery::new_with_offset(terms))));
+            clauses.push((Occur::Should, Box::new(TermQuery::new(term(whole), IndexRecordOption::WithFreqs))));
+        }
+        for t in &q.required {
+            clauses.push((Occur::Must, Box::new(TermQuery::new(term(t), IndexRecordOption::WithFreqs))));
+        }
+        for t in &q.optional {
+            clauses.push((Occur::Should, Box::new(TermQuery::new(term(t), IndexRecordOption::WithFreqs))));
+        }
+        let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        let top = TopDocs::with_limit(limit).order_by_score();
+        let hits = match allowed {
+            Some(set) => {
+                let filter = FilterCollector::new("doc".to_string(), move |id: u64| set.contains(id), top);
+                searcher.search(&query, &filter)
+            }
+            None => searcher.search(&query, &top),
+        }
+        .map_err(|e| tantivy_err(self.dir(), e))?;
+        let mut out = Vec::with_capacity(hits.len());
+        for (score, addr) in hits {
+            let col = searcher
+                .segment_reader(addr.segment_ord)
+                .fast_fields()
+                .u64("doc")
+                .map_err(|e| tantivy_err(self.dir(), e))?;
+            if let Some(id) = col.first(addr.doc_id) {
+                out.push((id, score));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A snippet of `text` around the first match of any of `terms` (analyzed form), matches
+/// wrapped in `[` `]`; `None` when nothing matches.
+pub fn snippet(text: &str, terms: &[String], width: usize) -> Option<String> {
+    if terms.is_empty() {
+        return None;
+    }
+    let toks = analyze(text);
+    let raw = tokens(text);
+    let hits: Vec<(usize, usize)> = toks
+        .iter()
+        .zip(&raw)
+        .filter(|(t, _)| terms.contains(&t.text))
+        .map(|(_, r)| (r.offset_from, r.offset_to))
+        .collect();
+    let &(first, _) = hits.first()?;
+    let mut start = first.saturating_sub(width / 3);
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = (start + width).min(text.len());
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    let mut at = start;
+    // Outer matches only (an identifier and its parts overlap).
+    let mut last_end = 0;
+    for &(a, b) in &hits {
+        if a < at || a >= end || a < last_end {
+            continue;
+        }
+        out.push_str(&text[at..a]);
+        out.push('[');
+        out.push_str(&text[a..b.min(end)]);
+        out.push(']');
+        at = b.min(end);
+        last_end = b;
+    }
+    out.push_str(&text[at..end]);
+    if end < text.len() {
+        out.push('…');
+    }
+    Some(out.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(s: &str) -> Vec<String> {
+        tokens(s).into_iter().map(|t| t.text).collect()
+    }
+
+    #[test]
+    fn identifiers_are_whole_and_split() {
+        assert_eq!(texts("call parse_frame_header()"), ["call", "parse_frame_header", "parse", "frame", "header"]);
+        assert_eq!(texts("parseFrameHeader"), ["parseframeheader", "parse", "frame", "header"]);
+        assert_eq!(texts("HTTPServer"), ["httpserver", "http", "server"]);
+        assert_eq!(texts("std::io::Error"), ["std::io::error", "std", "io", "error"]);
+        assert_eq!(texts("see src/auth.rs."), ["see", "src/auth.rs", "src", "auth", "rs"]);
+        assert_eq!(texts("v1.2.3 and 42"), ["v1.2.3", "v1", "2", "3", "and", "42"]);
+        assert_eq!(texts("well-known"), ["well-known", "well", "known"]);
+    }
+
+    #[test]
+    fn positions_follow_parts() {
+        let t = tokens("a parse_frame b");
+        let pos: Vec<(String, usize)> = t.into_iter().map(|t| (t.text, t.position)).collect();
+        assert_eq!(
+            pos,
+            [("a".into(), 0), ("parse_frame".into(), 1), ("parse".into(), 1), ("frame".into(), 2), ("b".into(), 3)]
+        );
+    }
+
+    #[test]
+    fn cjk_is_bigrams() {
+        assert_eq!(texts("数据流"), ["数据", "据流"]);
+        assert_eq!(texts("学 x"), ["学", "x"]);
+        assert_eq!(texts("スキーマを確認"), ["スキ", "キー", "ーマ", "マを", "を確", "確認"]);
+    }
+
+    #[test]
+    fn queries_split_into_phrases_identifiers_and_words() {
+        let q = LexicalQuery::parse("why did \"connection refused\" happen in parse_frame_header?");
+        assert_eq!(q.phrases.len(), 1);
+        assert_eq!(q.identifiers.len(), 1);
+        assert_eq!(q.identifiers[0].0, analyze("parse_frame_header")[0].text);
+        assert_eq!(q.identifiers[0].1.len(), 3);
+        assert!(q.optional.contains(&"happen".to_string()));
+        assert!(!q.optional.iter().any(|t| t == "did" || t == "why"), "{:?}", q.optional);
+        assert!(LexicalQuery::parse("  ").is_empty());
+        let q = LexicalQuery::parse("push to GitHub");
+        assert!(q.identifiers.is_empty() && q.optional.contains(&"github".to_string()), "{q:?}");
+        let q = LexicalQuery::parse("useEffect cleanup");
+        assert_eq!(q.identifiers[0].0, analyze("useEffect")[0].text);
+    }
+
+    #[test]
+    fn snippets_highlight_matches() {
+        let q = LexicalQuery::parse("frame header");
+        let s = snippet("We fixed the parse_frame_header bug today.", &q.terms(), 80).unwrap();
+        assert!(s.contains("parse_[frame]_[header]"), "{s}");
+        let s = snippet(
+            "We fixed the parse_frame_header bug today.",
+            &LexicalQuery::parse("parse_frame_header").terms(),
+            80,
+        );
+        assert!(s.unwrap().contains("[parse_frame_header]"));
+        assert_eq!(snippet("nothing here", &q.terms(), 80), None);
+    }
+}
