@@ -40,6 +40,11 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Claude Code hook mode (`SessionEnd` / `Stop`): read the hook's JSON from stdin and
+        /// index the session in its `transcript_path`, quietly. Never fails the user's session:
+        /// problems go to stderr and the exit code is 0.
+        #[arg(long, conflicts_with = "paths")]
+        hook: bool,
     },
     /// Import structured conversations (Slack, Discord, WhatsApp, …) from a JSON file: one
     /// document, an array, or JSON Lines. Bad documents are reported and skipped.
@@ -224,6 +229,37 @@ fn snippet(text: &str, max: usize) -> String {
     if one.chars().count() <= max { one } else { format!("{}…", one.chars().take(max).collect::<String>()) }
 }
 
+/// `convdex index --hook`: the hook's JSON on stdin names the transcript to index.
+fn hook_index(
+    dir: &std::path::Path,
+    config: Option<PathBuf>,
+    force: bool,
+    tenant: Option<String>,
+    exclude: Vec<String>,
+) -> anyhow::Result<()> {
+    use std::io::Read;
+    let mut input = String::new();
+    std::io::stdin().take(1 << 20).read_to_string(&mut input).context("cannot read the hook input on stdin")?;
+    let v: serde_json::Value =
+        serde_json::from_str(&input).context("hook input is not JSON (expected Claude Code's hook payload)")?;
+    let path = v
+        .get("transcript_path")
+        .and_then(serde_json::Value::as_str)
+        .filter(|p| !p.is_empty())
+        .context("hook input has no `transcript_path`")?;
+    let path = PathBuf::from(path);
+    if !path.is_file() {
+        anyhow::bail!("transcript {} does not exist", path.display());
+    }
+    let mut options = IndexOptions { force, tenant, exclude, ..Default::default() };
+    if let Some(p) = config.or_else(|| dirs::config_dir().map(|d| d.join("convdex").join("config.json"))) {
+        convdex::Config::load(&p)?.apply(&mut options);
+    }
+    let index = Index::open(dir, Options::default())?;
+    convdex::index_paths(&index, &[path], &options).context("indexing failed")?;
+    Ok(())
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     let dir = data_dir(&cli.data_dir)?;
     match cli.command {
@@ -235,7 +271,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let files = convdex::models::locate(None).context("model check failed")?;
             println!("model dir: {}\nruntime:   {}", files.dir.display(), files.runtime.display());
         }
-        Command::Index { paths, force, tenant, exclude, json } => {
+        Command::Index { hook: true, force, tenant, exclude, .. } => {
+            if let Err(e) = hook_index(&dir, cli.config.clone(), force, tenant, exclude) {
+                eprintln!("convdex hook: {e:#}");
+            }
+        }
+        Command::Index { paths, force, tenant, exclude, json, .. } => {
             let paths = if paths.is_empty() { vec![default_history()] } else { paths };
             let index = Index::open(&dir, Options::default())?;
             let mut options = IndexOptions { force, tenant, exclude, ..Default::default() };

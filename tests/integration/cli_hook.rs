@@ -1,0 +1,65 @@
+//! `convdex index --hook`: Claude Code's `SessionEnd` payload on stdin indexes that session;
+//! a bad payload never fails the user's session (exit 0, a message on stderr).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn hook(data: &Path, payload: &str) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_convdex"))
+        .args(["--data-dir", data.to_str().unwrap(), "index", "--hook"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn session_end_payload_indexes_the_session_and_bad_payloads_exit_zero() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("examples/sample/projects/-home-dev-acme-api");
+    let tmp = tempfile::tempdir().unwrap();
+    let proj = tmp.path().join("projects/-home-dev-acme-api");
+    std::fs::create_dir_all(&proj).unwrap();
+    let mut transcript = None;
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        std::fs::copy(e.path(), proj.join(e.file_name())).unwrap();
+        if e.path().extension().is_some_and(|x| x == "jsonl") {
+            transcript = Some(proj.join(e.file_name()));
+        }
+    }
+    let transcript = transcript.unwrap();
+    let data = tempfile::tempdir().unwrap();
+    // The payload Claude Code sends to a SessionEnd hook.
+    let payload = serde_json::json!({
+        "session_id": transcript.file_stem().unwrap().to_string_lossy(),
+        "transcript_path": transcript,
+        "cwd": "/home/dev/acme-api",
+        "hook_event_name": "SessionEnd",
+        "reason": "exit",
+    });
+    let out = hook(data.path(), &payload.to_string());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty(), "the hook is quiet: {}", String::from_utf8_lossy(&out.stdout));
+    // The session is searchable afterwards.
+    let search = Command::new(env!("CARGO_BIN_EXE_convdex"))
+        .args(["--data-dir", data.path().to_str().unwrap(), "search", "redis sessions", "--json", "--limit", "3"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(search.status.success(), "{}", String::from_utf8_lossy(&search.stderr));
+    let hits: Vec<serde_json::Value> = serde_json::from_slice(&search.stdout).unwrap();
+    assert!(!hits.is_empty());
+    assert!(hits.iter().all(|h| h["session"] == payload["session_id"]));
+    // Bad payloads: exit 0, a message on stderr.
+    for bad in ["not json", "{}", r#"{"transcript_path": "/nonexistent/x.jsonl"}"#] {
+        let out = hook(data.path(), bad);
+        assert!(out.status.success(), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("convdex hook: "), "{bad}: {err}");
+    }
+}
