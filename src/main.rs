@@ -132,6 +132,17 @@ enum Command {
         #[arg(long, value_name = "V2_FILE")]
         decode: Option<PathBuf>,
     },
+    /// One session by id or id prefix: its summary, then its messages in order.
+    Session {
+        /// Session id, or a unique prefix of one.
+        id: String,
+        /// Only this project; all projects when absent.
+        #[arg(long)]
+        project: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Per-collection counts.
     Stats {
         /// Print JSON.
@@ -454,6 +465,51 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             match best {
                 Some((_, brief)) => println!("{brief}"),
                 None => anyhow::bail!("no indexed session to hand off; run `convdex index` first"),
+            }
+        }
+        Command::Session { id, project, json } => {
+            let index = Index::open(&dir, Options::default())?;
+            let mut found: Vec<(String, std::sync::Arc<convdex::Collection>, String)> = Vec::new();
+            for (info, c) in collections(&index, project.as_deref())? {
+                for s in c.sessions()? {
+                    if s.starts_with(&id) {
+                        found.push((info.project.clone(), c.clone(), s));
+                    }
+                }
+            }
+            let (project, coll, session) = match found.len() {
+                0 => anyhow::bail!("no session starts with `{id}`; `convdex search` shows session ids"),
+                1 => found.remove(0),
+                n => anyhow::bail!(
+                    "`{id}` matches {n} sessions ({}); give more of the id",
+                    found.iter().map(|f| f.2.as_str()).take(5).collect::<Vec<_>>().join(", ")
+                ),
+            };
+            let docs = coll.session_documents(&session)?;
+            let summary = docs.iter().find(|d| d.kind() == DocKind::Summary);
+            let messages: Vec<&convdex::Document> = docs.iter().filter(|d| d.kind() == DocKind::Message).collect();
+            if json {
+                let v = serde_json::json!({
+                    "project": project, "session": session,
+                    "summary": summary.map(|d| &d.content),
+                    "messages": messages.iter().map(|d| {
+                        let role = match &d.body { convdex::DocBody::Message(m) => m.role.as_str(), _ => "" };
+                        serde_json::json!({"time": d.timestamp.to_rfc3339(), "role": role, "content": d.content})
+                    }).collect::<Vec<_>>(),
+                });
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                println!("# {project} {session}");
+                if let Some(s) = summary {
+                    println!("\n{}\n", s.content);
+                }
+                for d in messages {
+                    let role = match &d.body {
+                        convdex::DocBody::Message(m) => m.role.as_str(),
+                        _ => "",
+                    };
+                    println!("{}  {role}: {}", d.timestamp.format("%Y-%m-%d %H:%M"), snippet(&d.content, 300));
+                }
             }
         }
         Command::Runs { path, session, readable, json } => {
