@@ -383,10 +383,12 @@ impl Lexical {
         &self.dir
     }
 
-    /// Replaces documents (by internal id) and commits with the store generation.
+    /// Removes documents and adds new ones (by internal id), then commits with the store
+    /// generation. Added ids are never in the index already: the store never reuses an id, and
+    /// reconciling adds only ids the index lacks.
     pub(crate) fn apply(&self, remove: &[u64], add: &[(u64, String)], generation: u64) -> Result<()> {
         let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        for id in remove.iter().chain(add.iter().map(|(id, _)| id)) {
+        for id in remove {
             w.delete_term(Term::from_field_u64(self.doc, *id));
         }
         for (id, text) in add {
