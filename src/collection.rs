@@ -169,8 +169,14 @@ pub struct CollectionStats {
     pub graph_points: usize,
     /// Store generation.
     pub generation: u64,
-    /// Bytes on disk (redb file and graph files).
+    /// Bytes on disk (redb file, graph and lexical index).
     pub bytes_on_disk: u64,
+    /// The embedding model that built the collection.
+    pub model: String,
+    /// When `index` last ran over this collection, if ever.
+    pub last_indexed: Option<DateTime<Utc>>,
+    /// Sessions forgotten with [`Collection::forget_session`] (indexing skips them).
+    pub forgotten_sessions: usize,
 }
 
 const META_SCHEMA: &str = "schema_version";
@@ -189,7 +195,7 @@ pub struct Collection {
     pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) ann: RwLock<Ann>,
     pub(crate) options: CollectionOptions,
-    write_lock: Mutex<()>,
+    pub(crate) write_lock: Mutex<()>,
     dirty: AtomicBool,
     opened: VectorIndexState,
     pub(crate) lexical: Option<crate::lexical::Lexical>,
@@ -203,7 +209,7 @@ impl std::fmt::Debug for Collection {
     }
 }
 
-fn acquire_lock(dir: &Path, wait: Duration) -> Result<std::fs::File> {
+pub(crate) fn acquire_lock(dir: &Path, wait: Duration) -> Result<std::fs::File> {
     use std::io::{Read, Seek, Write};
     let path = dir.join("LOCK");
     let mut file = std::fs::OpenOptions::new()
@@ -522,43 +528,42 @@ impl Collection {
         Ok(report)
     }
 
+    /// The texts embedded for a document, one per chunk, with their embedding-cache keys.
+    pub(crate) fn chunk_texts(&self, model: &str, doc: &Document) -> Vec<(u128, String)> {
+        if doc.content.trim().is_empty() {
+            return Vec::new();
+        }
+        let offsets = self.embedder.token_offsets(&doc.content);
+        let header = embed_header(doc);
+        // Leave room for the header's tokens (a date and a name: well under 24).
+        let budget =
+            if header.is_some() { self.options.chunk_tokens.saturating_sub(24) } else { self.options.chunk_tokens };
+        let ranges = crate::chunk::split(
+            &doc.content,
+            &offsets,
+            budget.max(16),
+            self.options.chunk_overlap,
+            ann::MAX_CHUNKS as usize,
+        );
+        ranges
+            .into_iter()
+            .map(|(a, b)| {
+                let chunk = &doc.content[a..b];
+                let t = match &header {
+                    Some(h) => format!("{h}\"{chunk}\""),
+                    None => chunk.to_string(),
+                };
+                (cache_key(model, &t), t)
+            })
+            .collect()
+    }
+
     /// Chunks each document and finds or computes each chunk's vector.
     /// Returns per document: (cache key, vector, freshly embedded).
     #[allow(clippy::type_complexity)]
     fn prepare(&self, docs: &[Document], report: &mut AddReport) -> Result<Vec<Vec<(u128, Vec<f32>, bool)>>> {
         let model = self.embedder.model_id().to_string();
-        let mut texts: Vec<Vec<(u128, String)>> = Vec::with_capacity(docs.len());
-        for doc in docs {
-            if doc.content.trim().is_empty() {
-                texts.push(Vec::new());
-                continue;
-            }
-            let offsets = self.embedder.token_offsets(&doc.content);
-            let header = embed_header(doc);
-            // Leave room for the header's tokens (a date and a name: well under 24).
-            let budget =
-                if header.is_some() { self.options.chunk_tokens.saturating_sub(24) } else { self.options.chunk_tokens };
-            let ranges = crate::chunk::split(
-                &doc.content,
-                &offsets,
-                budget.max(16),
-                self.options.chunk_overlap,
-                ann::MAX_CHUNKS as usize,
-            );
-            texts.push(
-                ranges
-                    .into_iter()
-                    .map(|(a, b)| {
-                        let chunk = &doc.content[a..b];
-                        let t = match &header {
-                            Some(h) => format!("{h}\"{chunk}\""),
-                            None => chunk.to_string(),
-                        };
-                        (cache_key(&model, &t), t)
-                    })
-                    .collect(),
-            );
-        }
+        let texts: Vec<Vec<(u128, String)>> = docs.iter().map(|d| self.chunk_texts(&model, d)).collect();
         let mut found: HashMap<u128, Vec<f32>> = HashMap::new();
         {
             let tx = self.db.begin_read()?;
@@ -638,7 +643,7 @@ impl Collection {
         self.delete_ids_in(tx, internal)
     }
 
-    fn delete_ids_in(&self, tx: redb::WriteTransaction, ids: Vec<u64>) -> Result<usize> {
+    pub(crate) fn delete_ids_in(&self, tx: redb::WriteTransaction, ids: Vec<u64>) -> Result<usize> {
         let mut n = 0;
         for id in &ids {
             if store::remove_document(&tx, *id)?.is_some() {
@@ -785,7 +790,13 @@ impl Collection {
         let sessions = tx.open_multimap_table(IDX_SESSION)?.iter()?.count();
         let ann = self.ann.read().unwrap_or_else(|e| e.into_inner());
         let bytes_on_disk = dir_size(&self.dir);
+        let meta = tx.open_table(META)?;
+        let model = meta.get(META_MODEL)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default();
+        let last_indexed = self.meta()?.last_indexed_at_ms.and_then(DateTime::from_timestamp_millis);
         Ok(CollectionStats {
+            model,
+            last_indexed,
+            forgotten_sessions: tx.open_table(FORGOTTEN)?.len()? as usize,
             sessions,
             messages: count(DocKind::Message)?,
             decisions: count(DocKind::Decision)?,
@@ -825,7 +836,7 @@ impl Drop for Collection {
     }
 }
 
-fn dir_size(dir: &Path) -> u64 {
+pub(crate) fn dir_size(dir: &Path) -> u64 {
     let mut total = 0;
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {

@@ -117,6 +117,16 @@ impl Index {
         &self.root
     }
 
+    /// The options this index was opened with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Whether this process holds the named collection open.
+    pub(crate) fn is_open(&self, name: &str) -> bool {
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).get(name).and_then(Weak::upgrade).is_some()
+    }
+
     /// The embedder, loading the default model on first use.
     pub fn embedder(&self) -> Result<Arc<dyn Embedder>> {
         if let Some(e) = self.embedder.get() {

@@ -79,6 +79,8 @@ pub struct IndexReport {
     pub sessions_reindexed: usize,
     /// Sessions unchanged since the last run.
     pub sessions_skipped: usize,
+    /// Sessions skipped because they were forgotten (`convdex forget`); `force` indexes them again.
+    pub sessions_forgotten: usize,
     /// Message documents written.
     pub messages: usize,
     /// Vectors written.
@@ -105,12 +107,13 @@ impl std::fmt::Display for IndexReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "sessions: {} new, {} appended, {} re-indexed, {} unchanged; {} messages, {} decisions, {} chunks \
+            "sessions: {} new, {} appended, {} re-indexed, {} unchanged, {} forgotten; {} messages, {} decisions, {} chunks \
              ({} embedded); {} lines skipped; redactions: {:?}; {:.1} s",
             self.sessions_new,
             self.sessions_appended,
             self.sessions_reindexed,
             self.sessions_skipped,
+            self.sessions_forgotten,
             self.messages,
             self.decisions,
             self.chunks,
@@ -497,6 +500,13 @@ fn index_session(
         .map(|p| (p, None))
         .chain(s.subagents.iter().map(|(p, t)| (p, Some(t.as_deref().unwrap_or("subagent")))))
         .collect();
+    if coll.is_forgotten(&s.id)? {
+        if !options.force {
+            report.sessions_forgotten += 1;
+            return Ok(());
+        }
+        coll.unforget(&s.id)?;
+    }
     let previous: Option<SessionState> = coll.session_state(&s.id)?;
     let stats: Vec<Option<(u64, i64)>> = files.iter().map(|(p, _)| file_state(p)).collect();
     if !options.force

@@ -60,6 +60,7 @@ pub mod enrich;
 mod error;
 pub mod export;
 pub mod extract;
+mod forget;
 mod index;
 mod indexer;
 pub mod ingest;
@@ -84,6 +85,7 @@ pub use doc::{
 };
 pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder};
 pub use error::{Error, Result};
+pub use forget::{CompactReport, ForgetReport};
 pub use index::{CollectionInfo, Index, Options, collection_name, validate_name};
 pub use indexer::{
     Config, ImportReport, IndexOptions, IndexReport, Progress, SessionRuns, default_tenant, encode_project_dir,

@@ -71,6 +71,7 @@ pub(crate) fn create_tables(db: &redb::Database) -> Result<()> {
     tx.open_table(VECTORS)?;
     tx.open_table(EMBED_CACHE)?;
     tx.open_table(SESSIONS)?;
+    tx.open_table(FORGOTTEN)?;
     for t in [IDX_TAG, IDX_DOMAIN, IDX_SESSION, IDX_FILE] {
         tx.open_multimap_table(t)?;
     }

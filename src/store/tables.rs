@@ -28,3 +28,6 @@ pub(crate) const IDX_TIME: MultimapTableDefinition<'_, i64, u64> = MultimapTable
 pub(crate) const EMBED_CACHE: TableDefinition<'_, u128, &[u8]> = TableDefinition::new("embed_cache");
 /// Per-session ingest state (fingerprints), codec-encoded.
 pub(crate) const SESSIONS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("sessions");
+/// Forgotten sessions (`convdex forget`): session id → when it was forgotten (ms since epoch).
+/// Indexing skips them unless forced.
+pub(crate) const FORGOTTEN: TableDefinition<'_, &str, i64> = TableDefinition::new("forgotten");

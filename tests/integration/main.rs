@@ -11,6 +11,7 @@ mod durability;
 mod embed;
 mod engine;
 mod export;
+mod forget;
 mod import;
 mod model_ops;
 mod real_search;
