@@ -7,6 +7,12 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use convdex::{DocKind, Index, IndexOptions, Options};
 
+mod cli {
+    pub mod mcp;
+    pub mod ops;
+}
+use cli::ops;
+
 /// An embedded semantic index of coding-agent conversations.
 #[derive(Debug, Parser)]
 #[command(name = "convdex", version, about)]
@@ -101,6 +107,51 @@ enum Command {
         /// Project (the most recently indexed one when absent).
         #[arg(long)]
         project: Option<String>,
+        /// Print JSON: {project, brief}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete sessions for good: documents, vectors, lexical entries and embedding-cache rows,
+    /// then compact the collection's files so no byte of them remains. A tombstone keeps a later
+    /// `index` from bringing them back (`index --force` does).
+    #[command(group(clap::ArgGroup::new("what").required(true).multiple(true).args(["session", "project", "before"])))]
+    Forget {
+        /// One session, by id or a unique prefix of one.
+        #[arg(long, conflicts_with = "before")]
+        session: Option<String>,
+        /// Every session of this project (exact name); with --before, limits it to this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// Sessions whose last message is before this time (RFC 3339 or YYYY-MM-DD).
+        #[arg(long)]
+        before: Option<String>,
+        /// List what would be forgotten; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Skip compaction (deleted text stays in freed pages until `convdex compact`).
+        #[arg(long)]
+        no_compact: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rewrite collections' files so that nothing deleted remains in them, and rebuild their
+    /// graph and lexical index.
+    Compact {
+        /// Only this project (exact name); all when absent.
+        #[arg(long)]
+        project: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Model Context Protocol server over stdio, for Claude Code and other agents
+    /// (`claude mcp add convdex -- convdex mcp`).
+    Mcp,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
     /// Compact run records of sub-agent runs (Task / Agent calls and their sidechains), read
     /// from the transcripts: `task_id|department|attempt|model|tools|files|outcome|duration|error|summary`.
@@ -208,7 +259,11 @@ enum ModelsAction {
         dest: Option<PathBuf>,
     },
     /// Locate and verify the model files; print where they are.
-    Check,
+    Check {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn data_dir(cli: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
@@ -223,21 +278,6 @@ fn default_history() -> PathBuf {
         Some(d) => PathBuf::from(d).join("projects"),
         None => dirs::home_dir().unwrap_or_default().join(".claude").join("projects"),
     }
-}
-
-fn parse_time(s: &str, end_of_day: bool) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
-        return Ok(t.to_utc());
-    }
-    let d = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
-        .with_context(|| format!("`{s}` is not a date; use YYYY-MM-DD or RFC 3339"))?;
-    let t = if end_of_day { d.and_hms_milli_opt(23, 59, 59, 999) } else { d.and_hms_opt(0, 0, 0) };
-    Ok(t.context("valid time")?.and_utc())
-}
-
-fn snippet(text: &str, max: usize) -> String {
-    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() <= max { one } else { format!("{}…", one.chars().take(max).collect::<String>()) }
 }
 
 /// `convdex index --hook`: the hook's JSON on stdin names the transcript to index.
@@ -263,10 +303,12 @@ fn hook_index(
         anyhow::bail!("transcript {} does not exist", path.display());
     }
     let mut options = IndexOptions { force, tenant, exclude, ..Default::default() };
-    if let Some(p) = config.or_else(|| dirs::config_dir().map(|d| d.join("convdex").join("config.json"))) {
-        convdex::Config::load(&p)?.apply(&mut options);
-    }
-    let index = Index::open(dir, Options::default())?;
+    ops::apply_config(config.as_deref(), &mut options)?;
+    // A hook runs in the background: wait longer for a collection another process is writing
+    // (an MCP server's `index`, a manual run) than an interactive command would.
+    let mut opts = Options::default();
+    opts.collection.lock_wait = std::time::Duration::from_secs(30);
+    let index = Index::open(dir, opts)?;
     convdex::index_paths(&index, &[path], &options).context("indexing failed")?;
     Ok(())
 }
@@ -278,9 +320,92 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let d = convdex::models::fetch(dest.as_deref()).context("could not provision the model")?;
             println!("{}", d.display());
         }
-        Command::Models { action: ModelsAction::Check } => {
+        Command::Models { action: ModelsAction::Check { json } } => {
             let files = convdex::models::locate(None).context("model check failed")?;
-            println!("model dir: {}\nruntime:   {}", files.dir.display(), files.runtime.display());
+            if json {
+                println!("{}", serde_json::json!({"model_dir": files.dir, "runtime": files.runtime}));
+            } else {
+                println!("model dir: {}\nruntime:   {}", files.dir.display(), files.runtime.display());
+            }
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "convdex",
+                &mut std::io::stdout(),
+            );
+        }
+        Command::Mcp => cli::mcp::serve(dir, cli.config.clone())?,
+        Command::Forget { session, project, before, dry_run, no_compact, json } => {
+            let index = Index::open(&dir, Options::default())?;
+            let before = before.as_deref().map(|s| ops::parse_time(s, false)).transpose()?;
+            let req = ops::ForgetRequest { session, project, before, dry_run };
+            let (gone, touched) = ops::forget(&index, &req)?;
+            let mut compacted = Vec::new();
+            if !dry_run && !no_compact {
+                for (tenant, project) in &touched {
+                    compacted.push(index.compact(tenant, project)?);
+                }
+            }
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &serde_json::json!({"dry_run": dry_run, "sessions": gone, "compacted": compacted})
+                    )?
+                );
+            } else {
+                let verb = if dry_run { "would forget" } else { "forgot" };
+                for g in &gone {
+                    println!(
+                        "{verb} {}  {}  last {}  ({} documents)",
+                        g.project,
+                        g.session,
+                        g.last.format("%Y-%m-%d %H:%M"),
+                        g.documents
+                    );
+                }
+                if gone.is_empty() {
+                    println!("nothing to forget");
+                }
+                for c in &compacted {
+                    println!(
+                        "compacted {}: {:.1} MB -> {:.1} MB",
+                        c.collection,
+                        c.bytes_before as f64 / 1e6,
+                        c.bytes_after as f64 / 1e6
+                    );
+                }
+                if !dry_run && !gone.is_empty() && no_compact {
+                    println!("run `convdex compact` to remove the deleted text from the files");
+                }
+            }
+        }
+        Command::Compact { project, json } => {
+            let index = Index::open(&dir, Options::default())?;
+            let want = project.as_deref().map(convdex::normalize_name);
+            let mut reports = Vec::new();
+            for info in index.collections()? {
+                if want.as_deref().is_none_or(|p| info.project == p) {
+                    reports.push(index.compact(&info.tenant, &info.project)?);
+                }
+            }
+            if let (true, Some(p)) = (reports.is_empty(), want) {
+                anyhow::bail!("no project named exactly `{p}`; `convdex stats` lists them");
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&reports)?);
+            } else {
+                for c in &reports {
+                    println!(
+                        "compacted {}: {:.1} MB -> {:.1} MB",
+                        c.collection,
+                        c.bytes_before as f64 / 1e6,
+                        c.bytes_after as f64 / 1e6
+                    );
+                }
+            }
         }
         Command::Index { hook: true, force, tenant, exclude, .. } => {
             if let Err(e) = hook_index(&dir, cli.config.clone(), force, tenant, exclude) {
@@ -291,11 +416,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let paths = if paths.is_empty() { vec![default_history()] } else { paths };
             let index = Index::open(&dir, Options::default())?;
             let mut options = IndexOptions { force, tenant, exclude, ..Default::default() };
-            let config_path =
-                cli.config.clone().or_else(|| dirs::config_dir().map(|d| d.join("convdex").join("config.json")));
-            if let Some(p) = config_path {
-                convdex::Config::load(&p)?.apply(&mut options);
-            }
+            ops::apply_config(cli.config.as_deref(), &mut options)?;
             let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
                 let b = indicatif::ProgressBar::new(0);
                 b.set_style(
@@ -355,34 +476,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Decisions { project, file, since, tag, all, json } => {
             let index = Index::open(&dir, Options::default())?;
-            let since = since.as_deref().map(|s| parse_time(s, false)).transpose()?;
-            let mut rows = Vec::new();
-            for (info, c) in collections(&index, project.as_deref())? {
-                for d in c.documents_of_kind(DocKind::Decision)? {
-                    let convdex::DocBody::Decision(f) = &d.body else { continue };
-                    let keep = (all || f.status == convdex::DecisionStatus::Active)
-                        && file.as_deref().is_none_or(|p| d.files_discussed.iter().any(|x| x.path == p))
-                        && since.is_none_or(|s| d.timestamp >= s)
-                        && tag.as_deref().is_none_or(|t| d.tags.iter().any(|x| x == t));
-                    if keep {
-                        rows.push((info.project.clone(), d));
-                    }
-                }
-            }
-            rows.sort_by_key(|r| std::cmp::Reverse(r.1.timestamp));
+            let since = since.as_deref().map(|s| ops::parse_time(s, false)).transpose()?;
+            let rows = ops::decisions(&index, &ops::DecisionFilter { project, file, since, tag, all })?;
             if json {
-                let v: Vec<_> = rows.iter().map(|(p, d)| decision_json(p, d)).collect();
+                let v: Vec<_> = rows.iter().map(|(p, d)| ops::decision_json(p, d)).collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else if rows.is_empty() {
                 println!("no decisions");
             } else {
                 for (p, d) in &rows {
                     let convdex::DocBody::Decision(f) = &d.body else { continue };
-                    let mark = match f.status {
-                        convdex::DecisionStatus::Active => "",
-                        convdex::DecisionStatus::Superseded => " [superseded]",
-                        convdex::DecisionStatus::Rejected => " [rejected]",
-                    };
+                    let mark = ops::status_mark(d);
                     println!("{}  {}  {:.2}  {}{mark}", d.timestamp.format("%Y-%m-%d"), p, f.confidence, f.summary);
                     if let Some(r) = &f.reasoning {
                         println!("      why: {r}");
@@ -396,7 +500,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Blame { path, project, json } => {
             let index = Index::open(&dir, Options::default())?;
             let mut sessions: Vec<(String, String, chrono::DateTime<chrono::Utc>, Vec<convdex::Document>)> = Vec::new();
-            for (info, c) in collections(&index, project.as_deref())? {
+            for (info, c) in ops::collections(&index, project.as_deref())? {
                 let mut by_session: std::collections::BTreeMap<String, Vec<convdex::Document>> = Default::default();
                 for d in c.documents_for_file(&path)? {
                     by_session.entry(d.session_id.clone()).or_default().push(d);
@@ -414,7 +518,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         serde_json::json!({
                             "project": p, "session": s, "last": t.to_rfc3339(),
                             "actions": docs.iter().filter(|d| d.kind() == DocKind::Message).flat_map(|d| d.files_discussed.iter().filter(|f| f.path == path).map(|f| f.action.as_str())).collect::<std::collections::BTreeSet<_>>(),
-                            "decisions": docs.iter().filter(|d| d.kind() == DocKind::Decision).map(|d| decision_json(p, d)).collect::<Vec<_>>(),
+                            "decisions": docs.iter().filter(|d| d.kind() == DocKind::Decision).map(|d| ops::decision_json(p, d)).collect::<Vec<_>>(),
                             "commits": docs.iter().flat_map(|d| d.commits_made.iter().map(|c| format!("{} {}", c.sha, c.message))).collect::<std::collections::BTreeSet<_>>(),
                         })
                     })
@@ -450,41 +554,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Handoff { project } => {
+        Command::Handoff { project, json } => {
             let index = Index::open(&dir, Options::default())?;
-            let mut best: Option<(i64, String)> = None;
-            for (_, c) in collections(&index, project.as_deref())? {
-                let latest =
-                    c.documents_of_kind(DocKind::Summary)?.into_iter().map(|d| d.timestamp.timestamp_millis()).max();
-                if let (Some(t), Some(brief)) = (latest, convdex::life::handoff(&c)?)
-                    && best.as_ref().is_none_or(|b| t > b.0)
-                {
-                    best = Some((t, brief));
-                }
-            }
-            match best {
-                Some((_, brief)) => println!("{brief}"),
-                None => anyhow::bail!("no indexed session to hand off; run `convdex index` first"),
+            let (project, brief) = ops::handoff(&index, project.as_deref())?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&serde_json::json!({"project": project, "brief": brief}))?);
+            } else {
+                println!("{brief}");
             }
         }
         Command::Session { id, project, json } => {
             let index = Index::open(&dir, Options::default())?;
-            let mut found: Vec<(String, std::sync::Arc<convdex::Collection>, String)> = Vec::new();
-            for (info, c) in collections(&index, project.as_deref())? {
-                for s in c.sessions()? {
-                    if s.starts_with(&id) {
-                        found.push((info.project.clone(), c.clone(), s));
-                    }
-                }
-            }
-            let (project, coll, session) = match found.len() {
-                0 => anyhow::bail!("no session starts with `{id}`; `convdex search` shows session ids"),
-                1 => found.remove(0),
-                n => anyhow::bail!(
-                    "`{id}` matches {n} sessions ({}); give more of the id",
-                    found.iter().map(|f| f.2.as_str()).take(5).collect::<Vec<_>>().join(", ")
-                ),
-            };
+            let (project, coll, session) = ops::find_session(&index, &id, project.as_deref())?;
             let docs = coll.session_documents(&session)?;
             let summary = docs.iter().find(|d| d.kind() == DocKind::Summary);
             let messages: Vec<&convdex::Document> = docs.iter().filter(|d| d.kind() == DocKind::Message).collect();
@@ -508,7 +589,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         convdex::DocBody::Message(m) => m.role.as_str(),
                         _ => "",
                     };
-                    println!("{}  {role}: {}", d.timestamp.format("%Y-%m-%d %H:%M"), snippet(&d.content, 300));
+                    println!("{}  {role}: {}", d.timestamp.format("%Y-%m-%d %H:%M"), ops::snippet(&d.content, 300));
                 }
             }
         }
@@ -554,7 +635,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 return Ok(());
             }
             let index = Index::open(&dir, Options::default())?;
-            let mut colls = collections(&index, project.as_deref())?;
+            let mut colls = ops::collections(&index, project.as_deref())?;
             if colls.len() != 1 {
                 let names: Vec<String> = colls.iter().map(|(i, _)| i.project.clone()).collect();
                 anyhow::bail!(
@@ -598,14 +679,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             } else {
                 for (i, s) in rows {
                     println!(
-                        "{}: {} sessions, {} messages, {} chunks, {} decisions, {} summaries, {:.1} MB",
+                        "{}: {} sessions, {} messages, {} decisions, {} summaries, {} chunks, {:.1} MB; model {}; last indexed {}{}",
                         i.name,
                         s.sessions,
                         s.messages,
-                        s.chunks,
                         s.decisions,
                         s.summaries,
-                        s.bytes_on_disk as f64 / 1e6
+                        s.chunks,
+                        s.bytes_on_disk as f64 / 1e6,
+                        s.model,
+                        s.last_indexed
+                            .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+                            .unwrap_or_else(|| "never".into()),
+                        if s.forgotten_sessions > 0 {
+                            format!("; {} forgotten", s.forgotten_sessions)
+                        } else {
+                            String::new()
+                        }
                     );
                 }
             }
@@ -614,93 +704,25 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The collections to read: one project's (matched by name or name prefix), or all.
-fn collections(
-    index: &Index,
-    project: Option<&str>,
-) -> anyhow::Result<Vec<(convdex::CollectionInfo, std::sync::Arc<convdex::Collection>)>> {
-    let project = project.map(convdex::normalize_name);
-    let mut out = Vec::new();
-    for info in index.collections()? {
-        if project.as_deref().is_some_and(|p| info.project != p && !info.project.starts_with(&format!("{p}-"))) {
-            continue;
-        }
-        let c = index.collection(&info.tenant, &info.project)?;
-        out.push((info, c));
-    }
-    if out.is_empty()
-        && let Some(p) = project
-    {
-        anyhow::bail!("no collection for project `{p}`; `convdex stats` lists them");
-    }
-    Ok(out)
-}
-
-fn decision_json(project: &str, d: &convdex::Document) -> serde_json::Value {
-    let convdex::DocBody::Decision(f) = &d.body else { return serde_json::Value::Null };
-    serde_json::json!({
-        "project": project, "id": d.id, "session": d.session_id, "time": d.timestamp.to_rfc3339(),
-        "summary": f.summary, "alternatives": f.alternatives, "reasoning": f.reasoning,
-        "confidence": f.confidence, "status": format!("{:?}", f.status).to_lowercase(),
-        "superseded_by": f.superseded_by, "supersedes": f.supersedes,
-        "files": d.files_discussed.iter().map(|x| &x.path).collect::<Vec<_>>(),
-    })
-}
-
 fn search(dir: &std::path::Path, a: SearchArgs) -> anyhow::Result<()> {
     let index = Index::open(dir, Options::default())?;
-    let since = a.since.as_deref().map(|s| parse_time(s, false)).transpose()?;
-    let until = a.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
-    let mut all = Vec::new();
-    for (info, c) in collections(&index, a.project.as_deref())? {
-        let mut b = c.search(&a.query).mode(a.mode).limit(a.limit);
-        if let Some(k) = a.kind {
-            b = b.kind(k);
-        }
-        if !a.tag.is_empty() {
-            b = b.tags_any(a.tag.clone());
-        }
-        if let Some(d) = &a.domain {
-            b = b.domain(d);
-        }
-        if let Some(s) = &a.session {
-            b = b.session(s);
-        }
-        if let Some(f) = &a.file {
-            b = b.file(f);
-        }
-        if let Some(f) = &a.file_prefix {
-            b = b.file_prefix(f);
-        }
-        if let Some(s) = since {
-            b = b.since(s);
-        }
-        if let Some(u) = until {
-            b = b.until(u);
-        }
-        for h in b.run()?.into_iter() {
-            all.push((info.project.clone(), h));
-        }
-    }
-    all.sort_by(|x, y| y.1.score.total_cmp(&x.1.score));
-    all.truncate(a.limit);
+    let request = ops::SearchRequest {
+        since: a.since.as_deref().map(|s| ops::parse_time(s, false)).transpose()?,
+        until: a.until.as_deref().map(|s| ops::parse_time(s, true)).transpose()?,
+        query: a.query,
+        project: a.project,
+        kind: a.kind,
+        tags: a.tag,
+        domain: a.domain,
+        session: a.session,
+        file: a.file,
+        file_prefix: a.file_prefix,
+        mode: a.mode,
+        limit: a.limit,
+    };
+    let all = ops::search(&index, &request)?;
     if a.json {
-        let v: Vec<_> = all
-            .iter()
-            .map(|(p, h)| {
-                serde_json::json!({
-                    "project": p, "score": h.score, "session": h.doc.session_id, "id": h.doc.id,
-                    "type": h.doc.kind().as_str(), "time": h.doc.timestamp.to_rfc3339(),
-                    "files": h.doc.files_discussed.iter().map(|f| &f.path).collect::<Vec<_>>(),
-                    "signals": {
-                        "semantic": h.signals.semantic, "semantic_rank": h.signals.semantic_rank,
-                        "lexical": h.signals.lexical, "lexical_rank": h.signals.lexical_rank,
-                    },
-                    "snippet": h.snippet,
-                    "content": h.doc.content,
-                })
-            })
-            .collect();
+        let v: Vec<_> = all.iter().map(|(p, h)| ops::hit_json(p, h)).collect();
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
@@ -710,10 +732,7 @@ fn search(dir: &std::path::Path, a: SearchArgs) -> anyhow::Result<()> {
     let color = std::io::IsTerminal::is_terminal(&std::io::stdout())
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     for (p, h) in all {
-        let role = match &h.doc.body {
-            convdex::DocBody::Message(m) => m.role.as_str(),
-            _ => h.doc.kind().as_str(),
-        };
+        let role = ops::role(&h.doc);
         let files: Vec<&str> = h.doc.files_discussed.iter().take(3).map(|f| f.path.as_str()).collect();
         println!(
             "{:.3}  {}  {}  {}  {}{}",
@@ -724,14 +743,10 @@ fn search(dir: &std::path::Path, a: SearchArgs) -> anyhow::Result<()> {
             role,
             if files.is_empty() { String::new() } else { format!("  [{}]", files.join(", ")) }
         );
-        let matched = match (h.signals.semantic_rank.is_some(), h.signals.lexical.is_some()) {
-            (true, true) => "meaning+words",
-            (false, true) => "words",
-            _ => "meaning",
-        };
+        let matched = ops::matched(&h);
         match &h.snippet {
             Some(s) => println!("       ({matched}) {}", highlight(s, color)),
-            None => println!("       ({matched}) {}", snippet(&h.doc.content, 160)),
+            None => println!("       ({matched}) {}", ops::snippet(&h.doc.content, 160)),
         }
     }
     Ok(())

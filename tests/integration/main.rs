@@ -13,6 +13,7 @@ mod engine;
 mod export;
 mod forget;
 mod import;
+mod mcp;
 mod model_ops;
 mod real_search;
 mod runs;

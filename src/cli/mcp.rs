@@ -1,0 +1,331 @@
+//! `convdex mcp`: a Model Context Protocol server over stdio (rmcp), exposing search,
+//! decisions, handoff, session and index as tools. Results are compact text written for a
+//! model to read: snippets, not transcripts; every hit names project, session, time and files.
+//! A failing call returns a tool error with the message; the server keeps running.
+//!
+//! Collections are opened per call and closed after it, so a hook or a manual `convdex index`
+//! can write between calls; the embedding model stays loaded.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use convdex::{DocBody, DocKind, Index, IndexOptions, Options};
+use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
+use serde::Deserialize;
+
+use super::ops;
+
+/// Arguments of the `search` tool.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    /// What to look for: words, an identifier, a file name, an error message, or a question in
+    /// plain language. Quote a phrase ("...") to require it exactly.
+    pub query: String,
+    /// Only this project (its name or a prefix of it); every project when absent.
+    pub project: Option<String>,
+    /// Only this document type: `message`, `decision` or `summary`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// Only documents with any of these tags.
+    pub tags: Option<Vec<String>>,
+    /// Only this domain (e.g. `backend`, `frontend`, `devops`).
+    pub domain: Option<String>,
+    /// Only this session (full id).
+    pub session: Option<String>,
+    /// Only documents that discuss this file (path relative to the project root).
+    pub file: Option<String>,
+    /// Only documents that discuss a file under this path prefix.
+    pub file_prefix: Option<String>,
+    /// Only at or after this time (YYYY-MM-DD or RFC 3339).
+    pub since: Option<String>,
+    /// Only at or before this time (YYYY-MM-DD or RFC 3339).
+    pub until: Option<String>,
+    /// `hybrid` (default: words and meaning), `semantic` (meaning) or `lexical` (exact words).
+    pub mode: Option<String>,
+    /// Number of hits, 1 to 50 (default 8).
+    pub limit: Option<usize>,
+}
+
+/// Arguments of the `decisions` tool.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionsParams {
+    /// Only this project (its name or a prefix of it); every project when absent.
+    pub project: Option<String>,
+    /// Only decisions about this file (path relative to the project root).
+    pub file: Option<String>,
+    /// Only decisions made at or after this time (YYYY-MM-DD or RFC 3339).
+    pub since: Option<String>,
+    /// Only decisions with this tag.
+    pub tag: Option<String>,
+    /// Include superseded and rejected decisions (default false).
+    pub all: Option<bool>,
+    /// Number of decisions, newest first, 1 to 100 (default 20).
+    pub limit: Option<usize>,
+}
+
+/// Arguments of the `handoff` tool.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffParams {
+    /// Project; the most recently active one when absent.
+    pub project: Option<String>,
+}
+
+/// Arguments of the `session` tool.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionParams {
+    /// Session id, or a unique prefix of one (search hits show the first 8 characters).
+    pub id: String,
+    /// Only look in this project.
+    pub project: Option<String>,
+    /// First message to show, from 0 (default 0).
+    pub offset: Option<usize>,
+    /// Messages per page, 1 to 200 (default 40).
+    pub limit: Option<usize>,
+}
+
+/// Arguments of the `index` tool.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IndexParams {
+    /// A projects root, one project folder, or one session file; the Claude Code history
+    /// (`~/.claude/projects`) when absent.
+    pub path: Option<String>,
+    /// Re-index from scratch (also brings back forgotten sessions). Default false.
+    pub force: Option<bool>,
+}
+
+/// The server: one data directory, the model loaded on first use.
+#[derive(Clone)]
+pub struct Server {
+    index: Arc<Index>,
+    config: Option<PathBuf>,
+    tool_router: ToolRouter<Server>,
+}
+
+type ToolResult = Result<String, String>;
+
+/// Runs blocking work off the async runtime; errors become the tool error's text.
+async fn blocking(f: impl FnOnce() -> anyhow::Result<String> + Send + 'static) -> ToolResult {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(format!("error: {e:#}")),
+        Err(e) => Err(format!("error: the tool failed internally ({e}); the server is still running")),
+    }
+}
+
+fn bounded(what: &str, v: Option<usize>, default: usize, max: usize) -> anyhow::Result<usize> {
+    match v {
+        None => Ok(default),
+        Some(0) => anyhow::bail!("`{what}` must be at least 1"),
+        Some(n) if n > max => anyhow::bail!("`{what}` is at most {max}"),
+        Some(n) => Ok(n),
+    }
+}
+
+fn short(id: &str) -> &str {
+    &id[..id.len().min(8)]
+}
+
+#[tool_router]
+impl Server {
+    /// A server over the data directory `dir`.
+    pub fn new(dir: PathBuf, config: Option<PathBuf>) -> anyhow::Result<Server> {
+        Ok(Server { index: Arc::new(Index::open(&dir, Options::default())?), config, tool_router: Self::tool_router() })
+    }
+
+    #[tool(
+        description = "Search past coding-agent conversations by words and meaning. Filters: project, type (message/decision/summary), tags, domain, session, file, file_prefix, since, until. Returns ranked hits with project, session id, time, role, files and a snippet; use `session` to read one in full."
+    )]
+    async fn search(&self, Parameters(p): Parameters<SearchParams>) -> ToolResult {
+        let index = self.index.clone();
+        blocking(move || {
+            let request = ops::SearchRequest {
+                kind: p.kind.as_deref().map(str::parse).transpose()?,
+                since: p.since.as_deref().map(|s| ops::parse_time(s, false)).transpose()?,
+                until: p.until.as_deref().map(|s| ops::parse_time(s, true)).transpose()?,
+                mode: p.mode.as_deref().map(str::parse).transpose()?.unwrap_or_default(),
+                limit: bounded("limit", p.limit, 8, 50)?,
+                query: p.query,
+                project: p.project,
+                tags: p.tags.unwrap_or_default(),
+                domain: p.domain,
+                session: p.session,
+                file: p.file,
+                file_prefix: p.file_prefix,
+            };
+            let hits = ops::search(&index, &request)?;
+            if hits.is_empty() {
+                return Ok(format!(
+                    "no hits for {:?} ({:?} mode); try other words or fewer filters",
+                    request.query, request.mode
+                ));
+            }
+            let mut out = format!("{} hits for {:?}:\n", hits.len(), request.query);
+            for (i, (project, h)) in hits.iter().enumerate() {
+                let files: Vec<&str> = h.doc.files_discussed.iter().take(4).map(|f| f.path.as_str()).collect();
+                out.push_str(&format!(
+                    "\n{}. {project} · session {} · {} · {}{} · matched {}\n   {}\n",
+                    i + 1,
+                    short(&h.doc.session_id),
+                    h.doc.timestamp.format("%Y-%m-%d %H:%M"),
+                    ops::role(&h.doc),
+                    if files.is_empty() { String::new() } else { format!(" · files {}", files.join(", ")) },
+                    ops::matched(h),
+                    h.snippet.clone().unwrap_or_else(|| ops::snippet(&h.doc.content, 300)),
+                ));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Decisions extracted from past sessions (what was chosen, over what, why), newest first. Filters: project, file, since, tag; `all` includes superseded and rejected ones."
+    )]
+    async fn decisions(&self, Parameters(p): Parameters<DecisionsParams>) -> ToolResult {
+        let index = self.index.clone();
+        blocking(move || {
+            let limit = bounded("limit", p.limit, 20, 100)?;
+            let filter = ops::DecisionFilter {
+                since: p.since.as_deref().map(|s| ops::parse_time(s, false)).transpose()?,
+                project: p.project,
+                file: p.file,
+                tag: p.tag,
+                all: p.all.unwrap_or(false),
+            };
+            let rows = ops::decisions(&index, &filter)?;
+            if rows.is_empty() {
+                return Ok("no decisions match".into());
+            }
+            let mut out = format!("{} decisions (showing {}):\n", rows.len(), rows.len().min(limit));
+            for (project, d) in rows.iter().take(limit) {
+                let DocBody::Decision(f) = &d.body else { continue };
+                out.push_str(&format!(
+                    "\n- {} · {project} · session {} · confidence {:.2}{}\n  {}\n",
+                    d.timestamp.format("%Y-%m-%d"),
+                    short(&d.session_id),
+                    f.confidence,
+                    ops::status_mark(d),
+                    f.summary
+                ));
+                if let Some(r) = &f.reasoning {
+                    out.push_str(&format!("  why: {}\n", ops::snippet(r, 300)));
+                }
+                if !f.alternatives.is_empty() {
+                    out.push_str(&format!("  instead of: {}\n", f.alternatives.join(", ")));
+                }
+                let files: Vec<&str> = d.files_discussed.iter().take(4).map(|f| f.path.as_str()).collect();
+                if !files.is_empty() {
+                    out.push_str(&format!("  files: {}\n", files.join(", ")));
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "A markdown brief of a project's latest session: the goal, what was done and decided, what is open or broken. Use it to pick up where the last session stopped."
+    )]
+    async fn handoff(&self, Parameters(p): Parameters<HandoffParams>) -> ToolResult {
+        let index = self.index.clone();
+        blocking(move || Ok(ops::handoff(&index, p.project.as_deref())?.1)).await
+    }
+
+    #[tool(
+        description = "One session by id or id prefix: its summary, then its messages in order, paged (offset, limit). Long messages are cut to a snippet."
+    )]
+    async fn session(&self, Parameters(p): Parameters<SessionParams>) -> ToolResult {
+        let index = self.index.clone();
+        blocking(move || {
+            let limit = bounded("limit", p.limit, 40, 200)?;
+            let offset = p.offset.unwrap_or(0);
+            let (project, coll, session) = ops::find_session(&index, &p.id, p.project.as_deref())?;
+            let docs = coll.session_documents(&session)?;
+            let messages: Vec<&convdex::Document> = docs.iter().filter(|d| d.kind() == DocKind::Message).collect();
+            let mut out = format!("project {project} · session {session} · {} messages\n", messages.len());
+            if offset == 0
+                && let Some(s) = docs.iter().find(|d| d.kind() == DocKind::Summary)
+            {
+                out.push_str(&format!("\n{}\n", s.content));
+            }
+            if offset >= messages.len() && !messages.is_empty() {
+                anyhow::bail!("offset {offset} is past the last message ({} messages)", messages.len());
+            }
+            out.push('\n');
+            let end = (offset + limit).min(messages.len());
+            for (i, d) in messages[offset..end].iter().enumerate() {
+                out.push_str(&format!(
+                    "[{}] {} {}: {}\n",
+                    offset + i,
+                    d.timestamp.format("%Y-%m-%d %H:%M"),
+                    ops::role(d),
+                    ops::snippet(&d.content, 600)
+                ));
+            }
+            if end < messages.len() {
+                out.push_str(&format!(
+                    "\n(messages {offset}–{} of {}; next page: offset {end})\n",
+                    end - 1,
+                    messages.len()
+                ));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Index Claude Code transcripts incrementally: the default history, or a projects root, project folder or session file given as `path`. Returns what was indexed."
+    )]
+    async fn index(&self, Parameters(p): Parameters<IndexParams>) -> ToolResult {
+        let index = self.index.clone();
+        let config = self.config.clone();
+        blocking(move || {
+            let path = p.path.map(PathBuf::from).unwrap_or_else(crate::default_history);
+            if !path.exists() {
+                anyhow::bail!(
+                    "{} does not exist; give a projects root, a project folder or a .jsonl file",
+                    path.display()
+                );
+            }
+            let mut options = IndexOptions { force: p.force.unwrap_or(false), ..Default::default() };
+            ops::apply_config(config.as_deref(), &mut options)?;
+            let report = convdex::index_paths(&index, &[path], &options)?;
+            let mut out = format!("{report}\ncollections: {}\n", report.collections.join(", "));
+            for (file, s) in report.skipped_lines.iter().take(10) {
+                out.push_str(&format!("skipped {}:{}: {}\n", file.display(), s.line, s.reason));
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "convdex: memory of past coding-agent sessions on this machine. `search` finds messages, decisions and \
+             summaries by words and meaning (filter by project, file, time, type); `decisions` lists what was decided \
+             and why; `handoff` briefs the latest session; `session` reads one session; `index` indexes new sessions.",
+        )
+    }
+}
+
+/// Serves MCP on stdin/stdout until the client disconnects.
+pub fn serve(dir: PathBuf, config: Option<PathBuf>) -> anyhow::Result<()> {
+    let server = Server::new(dir, config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        let service = server.serve(rmcp::transport::stdio()).await?;
+        service.waiting().await?;
+        anyhow::Ok(())
+    })
+}

@@ -1,0 +1,110 @@
+//! `convdex mcp` driven by a real MCP client (rmcp's): initialize, list tools, call `search`
+//! with filters on an indexed sample, read a session, call tools with bad arguments and get
+//! tool errors (the server keeps serving), then shut down cleanly (exit 0 on end of input).
+
+use std::path::Path;
+use std::process::Stdio;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use serde_json::{Value, json};
+
+fn text(r: &CallToolResult) -> String {
+    r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+}
+
+fn call(name: &'static str, args: Value) -> CallToolRequestParams {
+    let Value::Object(map) = args else { panic!("arguments are an object") };
+    CallToolRequestParams::new(name).with_arguments(map)
+}
+
+#[test]
+fn mcp_server_answers_a_real_client() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let data = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_convdex");
+    let out = std::process::Command::new(bin)
+        .args(["--data-dir", data.path().to_str().unwrap(), "index", "examples/sample/projects"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut child = tokio::process::Command::new(bin)
+            .args(["--data-dir", data.path().to_str().unwrap(), "mcp"])
+            .current_dir(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+        let client = ().serve((stdout, stdin)).await.expect("initialize");
+        let info = client.peer_info().expect("server info after initialize");
+        assert!(info.capabilities.tools.is_some());
+
+        let tools = client.list_all_tools().await.unwrap();
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        names.sort();
+        assert_eq!(names, ["decisions", "handoff", "index", "search", "session"]);
+        let search = tools.iter().find(|t| t.name == "search").unwrap();
+        let props = search.input_schema.get("properties").and_then(Value::as_object).unwrap();
+        for p in ["query", "project", "type", "tags", "session", "file", "file_prefix", "since", "until", "mode", "limit"] {
+            assert!(props.contains_key(p), "search schema lacks {p}: {props:?}");
+        }
+        let required = search.input_schema.get("required").and_then(Value::as_array).unwrap();
+        assert_eq!(required, &vec![json!("query")]);
+
+        // Search with filters: project, type, file, time range, mode.
+        let r = client
+            .call_tool(call(
+                "search",
+                json!({"query": "why does login fail when the token expired", "project": "acme", "type": "message",
+                       "file": "src/auth.rs", "since": "2026-10-01", "until": "2026-10-31", "mode": "hybrid", "limit": 3}),
+            ))
+            .await
+            .unwrap();
+        let t = text(&r);
+        assert_ne!(r.is_error, Some(true), "{t}");
+        assert!(t.contains("acme-api") && t.contains("session 7f3c1a2e") && t.contains("src/auth.rs"), "{t}");
+        assert!(t.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())).count() <= 3, "{t}");
+        // A filter that excludes everything.
+        let r = client.call_tool(call("search", json!({"query": "token", "since": "2099-01-01"}))).await.unwrap();
+        assert_ne!(r.is_error, Some(true));
+        assert!(text(&r).starts_with("no hits"), "{}", text(&r));
+
+        // One session, paged; decisions; handoff.
+        let r = client.call_tool(call("session", json!({"id": "7f3c", "limit": 2}))).await.unwrap();
+        let t = text(&r);
+        assert_ne!(r.is_error, Some(true), "{t}");
+        assert!(t.contains("7f3c1a2e-5b4d-4c6e-9a8b-1d2e3f4a5b6c") && t.contains("[0]") && t.contains("next page: offset 2"), "{t}");
+        let r = client.call_tool(call("decisions", json!({"project": "acme-api"}))).await.unwrap();
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+        let r = client.call_tool(call("handoff", json!({}))).await.unwrap();
+        assert!(text(&r).contains("acme") || text(&r).contains('#'), "{}", text(&r));
+
+        // Bad arguments are tool errors with a message; the server keeps serving.
+        for (name, args, says) in [
+            ("search", json!({"limit": 3}), "query"),
+            ("search", json!({"query": "x", "limit": "ten"}), "invalid type: string \"ten\""),
+            ("search", json!({"query": "x", "mode": "fuzzy"}), "unknown search mode"),
+            ("search", json!({"query": "x", "since": "last week"}), "YYYY-MM-DD"),
+            ("search", json!({"query": "x", "colour": "red"}), "colour"),
+            ("session", json!({"id": "zzzz"}), "no session starts with"),
+            ("index", json!({"path": "/nonexistent/history"}), "does not exist"),
+        ] {
+            let r = client.call_tool(call(name, args.clone())).await.unwrap();
+            assert_eq!(r.is_error, Some(true), "{name} {args}: {}", text(&r));
+            assert!(text(&r).contains(says), "{name} {args}: {}", text(&r));
+        }
+        let r = client.call_tool(call("search", json!({"query": "expired session token", "limit": 1}))).await.unwrap();
+        assert_ne!(r.is_error, Some(true), "still serving after errors: {}", text(&r));
+
+        // Shut down: the client closes the connection; the server exits by itself, successfully.
+        client.cancel().await.unwrap();
+        let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait()).await.expect("server exits").unwrap();
+        assert!(status.success(), "{status:?}");
+    });
+}
