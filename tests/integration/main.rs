@@ -1,6 +1,7 @@
 //! convdex integration tests: one binary, one module per area. Tests that matter use the real
 //! embedding model (provisioned by `make models`) and real redb files on disk.
 
+mod cli;
 mod cli_hook;
 mod common;
 mod corpus;

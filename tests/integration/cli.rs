@@ -1,0 +1,105 @@
+//! The `convdex` binary's commands: `--json` shapes, exit codes (0 ok, 1 error, 2 usage),
+//! completions, a collection held by another process (a clear error after waiting), and
+//! `forget` / `compact` end to end (tombstone, `index --force` brings the session back).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+struct Cli {
+    data: tempfile::TempDir,
+}
+
+impl Cli {
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_convdex"))
+            .args(["--data-dir", self.data.path().to_str().unwrap()])
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("NO_COLOR", "1")
+            .env("CONVDEX_CONFIG", "/nonexistent/convdex-config.json")
+            .output()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.run(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
+const SESSION: &str = "7f3c1a2e-5b4d-4c6e-9a8b-1d2e3f4a5b6c";
+
+#[test]
+fn commands_json_exit_codes_and_forget() {
+    let cli = Cli { data: tempfile::tempdir().unwrap() };
+    let sample = "examples/sample/projects";
+    let report = cli.json(&["index", sample, "--json"]);
+    assert_eq!(report["sessions_new"], 1);
+
+    // Read commands with --json.
+    let stats = cli.json(&["stats", "--json"]);
+    let s = &stats[0]["stats"];
+    assert_eq!(stats[0]["project"], "acme-api");
+    assert!(s["messages"].as_u64().unwrap() > 5 && s["sessions"] == 1);
+    assert!(s["model"].as_str().is_some_and(|m| m.contains("MiniLM")), "{s}");
+    assert!(s["last_indexed"].as_str().is_some(), "{s}");
+    let handoff = cli.json(&["handoff", "--json"]);
+    assert_eq!(handoff["project"], "acme-api");
+    assert!(handoff["brief"].as_str().is_some_and(|b| b.starts_with('#')));
+    assert!(cli.json(&["decisions", "--json", "--all"]).is_array());
+    let blame = cli.json(&["blame", "src/auth.rs", "--json"]);
+    assert_eq!(blame[0]["session"], SESSION);
+    assert!(cli.json(&["models", "check", "--json"])["model_dir"].is_string());
+
+    // Completions; usage errors exit 2, other errors 1 with one `error:` line and a hint.
+    let out = cli.run(&["completions", "bash"]);
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("_convdex"));
+    assert_eq!(cli.run(&["completions", "tcsh-ish"]).status.code(), Some(2));
+    assert_eq!(cli.run(&["forget"]).status.code(), Some(2), "forget needs a selector");
+    assert_eq!(cli.run(&["forget", "--session", "7f", "--before", "2026-01-01"]).status.code(), Some(2));
+    let out = cli.run(&["search", "x", "--since", "yesterday"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: ") && err.contains("YYYY-MM-DD") && err.lines().count() == 1, "{err}");
+
+    // Another process holds the collection: the command waits, then says so clearly.
+    let coll_dir =
+        std::fs::read_dir(cli.data.path()).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap();
+    let lock = std::fs::OpenOptions::new().read(true).write(true).open(coll_dir.join("LOCK")).unwrap();
+    lock.try_lock().unwrap();
+    let out = cli.run(&["search", "token"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("in use by another process") && err.contains("retry"), "{err}");
+    drop(lock);
+
+    // Forget: a dry run changes nothing; the real one deletes, compacts and leaves a tombstone.
+    let dry = cli.json(&["forget", "--session", "7f3c", "--dry-run", "--json"]);
+    assert_eq!(dry["sessions"][0]["session"], SESSION);
+    assert!(dry["compacted"].as_array().unwrap().is_empty());
+    assert!(cli.run(&["session", "7f3c"]).status.success());
+    let gone = cli.json(&["forget", "--session", "7f3c", "--json"]);
+    assert!(gone["sessions"][0]["documents"].as_u64().unwrap() > 5);
+    assert_eq!(gone["compacted"][0]["collection"], stats[0]["collection"]);
+    assert_eq!(cli.run(&["session", "7f3c"]).status.code(), Some(1));
+    assert!(cli.json(&["search", "expired session token", "--json"]).as_array().unwrap().is_empty());
+    let again = cli.json(&["index", sample, "--json"]);
+    assert_eq!(again["sessions_forgotten"], 1);
+    assert_eq!(cli.json(&["stats", "--json"])[0]["stats"]["forgotten_sessions"], 1);
+    assert!(cli.json(&["search", "expired session token", "--json"]).as_array().unwrap().is_empty());
+    let forced = cli.json(&["index", sample, "--force", "--json"]);
+    assert_eq!(forced["sessions_new"], 1);
+    let hits = cli.json(&["search", "expired session token", "--json"]);
+    assert_eq!(hits[0]["session"], SESSION);
+    // `forget --before` selects by the session's last message; `compact` alone works too.
+    let none = cli.json(&["forget", "--before", "2000-01-01", "--json"]);
+    assert!(none["sessions"].as_array().unwrap().is_empty());
+    let compacted = cli.json(&["compact", "--json"]);
+    assert_eq!(compacted.as_array().unwrap().len(), 1);
+    assert_eq!(cli.run(&["compact", "--project", "nope"]).status.code(), Some(1));
+    assert!(Path::new(&coll_dir).join("data.redb").exists());
+}
