@@ -62,7 +62,10 @@ impl Collection {
                     }
                 }
             }
-            tx.open_table(SESSIONS)?.remove(session_id)?;
+            let mut sessions = tx.open_table(SESSIONS)?;
+            sessions.remove(session_id)?;
+            // An imported conversation's header (people, metadata) lives under its own key.
+            sessions.remove(format!("import:{session_id}").as_str())?;
             tx.open_table(FORGOTTEN)?.insert(session_id, Utc::now().timestamp_millis())?;
         }
         report.documents = self.delete_ids_in(tx, ids)?;

@@ -868,7 +868,8 @@ fn import_key(id: &str) -> String {
 /// Imports validated structured conversations into a collection: one message document per
 /// turn (speaker kept; `role` user for the primary user, other for everyone else; tagged with
 /// the conversation's tags and `source:<source>`), the conversation as the session. Importing
-/// the same conversation again replaces it.
+/// the same conversation again replaces it; importing a forgotten one
+/// ([`Collection::forget_session`]) is an explicit request and brings it back.
 pub fn import_conversations(
     coll: &Collection,
     conversations: &[crate::ingest::structured::Conversation],
@@ -876,6 +877,7 @@ pub fn import_conversations(
     let mut report = ImportReport::default();
     for c in conversations {
         coll.delete_session(&c.id)?;
+        coll.unforget(&c.id)?;
         let mut tags: Vec<String> = c.tags.iter().map(|t| t.to_lowercase()).collect();
         tags.push(format!("source:{}", c.source.to_lowercase()));
         tags.sort();
