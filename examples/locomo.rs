@@ -9,14 +9,15 @@
 //! Evidence strings are split on `;`/whitespace and `D30:05` normalised to `D30:5`; ids that
 //! name no turn count as misses.
 //!
-//! Run: `cargo run --release --example locomo` (semantic, lexical, hybrid with the default
-//! fusion, and reciprocal rank fusion); `-- --sweep` adds blend weights 0.2–0.8.
+//! Run: `cargo run --release --example locomo` (semantic, lexical, hybrid as shipped, hybrid
+//! without conversation context, and reciprocal rank fusion); `-- --sweep` adds blend weights
+//! 0.2–0.8 and context weights.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use convdex::ingest::structured::{Conversation, Turn};
-use convdex::{DocBody, Fusion, Index, Options, SearchMode};
+use convdex::{Context, DocBody, Fusion, Index, Options, SearchMode};
 use serde_json::Value;
 
 const CATEGORIES: [(u64, &str); 5] =
@@ -206,21 +207,33 @@ fn main() -> anyhow::Result<()> {
     let index = Index::open(dir.path(), Options::default())?;
     let loaded = import(&index, &data)?;
     println!("all-MiniLM-L6-v2 int8; turns embedded and indexed as (date) speaker said, \"text\"");
-    let mut configs: Vec<(String, SearchMode, Fusion)> = vec![
-        ("semantic".into(), SearchMode::Semantic, Fusion::default()),
-        ("lexical (BM25)".into(), SearchMode::Lexical, Fusion::default()),
-        (format!("hybrid, default fusion {:?}", Fusion::default()), SearchMode::Hybrid, Fusion::default()),
-        ("hybrid, RRF k=60".into(), SearchMode::Hybrid, Fusion::Rrf { k: 60.0 }),
+    let mut configs: Vec<(String, SearchMode, Fusion, Context)> = vec![
+        ("semantic".into(), SearchMode::Semantic, Fusion::default(), Context::default()),
+        ("lexical (BM25)".into(), SearchMode::Lexical, Fusion::default(), Context::default()),
+        (
+            format!("hybrid (default: {:?}, {:?})", Fusion::default(), Context::default()),
+            SearchMode::Hybrid,
+            Fusion::default(),
+            Context::default(),
+        ),
+        ("hybrid without context".into(), SearchMode::Hybrid, Fusion::default(), Context::NONE),
+        ("hybrid, RRF k=60, no context".into(), SearchMode::Hybrid, Fusion::Rrf { k: 60.0 }, Context::NONE),
     ];
     if sweep {
-        for w in [0.2f32, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8] {
-            configs.push((format!("hybrid, blend w={w}"), SearchMode::Hybrid, Fusion::Blend { semantic_weight: w }));
+        for w in [0.2f32, 0.3, 0.4, 0.6, 0.7, 0.8] {
+            let fusion = Fusion::Blend { semantic_weight: w };
+            configs.push((format!("hybrid, blend w={w}"), SearchMode::Hybrid, fusion, Context::default()));
+        }
+        for (session, neighbours) in [(0.3, 0.0), (0.0, 0.2), (0.2, 0.1), (0.2, 0.2), (0.4, 0.2), (0.6, 0.0)] {
+            let context = Context { session, neighbours };
+            configs.push((format!("hybrid, {context:?}"), SearchMode::Hybrid, Fusion::default(), context));
         }
     }
-    for (i, (label, mode, fusion)) in configs.iter().enumerate() {
-        let (mode, fusion) = (*mode, *fusion);
-        let (by_cat, median) = evaluate(&loaded, &|c, q| c.search(q).mode(mode).fusion(fusion).limit(50).run())?;
-        table(label, &by_cat, median, i < 3);
+    for (i, (label, mode, fusion, context)) in configs.iter().enumerate() {
+        let (mode, fusion, context) = (*mode, *fusion, *context);
+        let (by_cat, median) =
+            evaluate(&loaded, &|c, q| c.search(q).mode(mode).fusion(fusion).context(context).limit(50).run())?;
+        table(label, &by_cat, median, i < 4);
     }
     Ok(())
 }

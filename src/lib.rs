@@ -91,7 +91,7 @@ pub use indexer::{
     Config, ImportReport, IndexOptions, IndexReport, Progress, SessionRuns, default_tenant, encode_project_dir,
     import_conversations, index_paths, index_paths_with_progress, normalize_name, read_conversation, runs_in,
 };
-pub use search::{Fusion, Hit, Hits, Plan, PlanPath, SearchBuilder, SearchMode, Signals};
+pub use search::{Context, Fusion, Hit, Hits, Plan, PlanPath, SearchBuilder, SearchMode, Signals};
 
 /// The README's code blocks, compiled as doctests so the README stays true.
 #[doc = include_str!("../README.md")]

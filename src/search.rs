@@ -62,6 +62,32 @@ impl Default for Fusion {
     }
 }
 
+/// How hybrid search lets a hit's conversation lift it: a message whose session holds the
+/// strongest candidates, or whose neighbouring messages match too, is more likely what was asked
+/// for than an equally scored message alone (answers span turns; a topic lives in a session).
+/// Both weights multiply a fused score's distance above the weakest of the top candidates
+/// (`max(limit, 50)` of them), so they are independent of the fusion's scale, and a ranking
+/// does not depend on `limit` beyond that pool.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Context {
+    /// Weight of the best fused score in the hit's session (the hit itself included).
+    pub session: f32,
+    /// Weight of the better fused score of the two adjacent messages (by message index).
+    pub neighbours: f32,
+}
+
+impl Context {
+    /// No context: the fused ranking as it is.
+    pub const NONE: Context = Context { session: 0.0, neighbours: 0.0 };
+}
+
+impl Default for Context {
+    /// Chosen on LoCoMo, checked on the Claude Code corpus cases (see README).
+    fn default() -> Self {
+        Context { session: 0.3, neighbours: 0.2 }
+    }
+}
+
 /// Which signals matched a hit, and how.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Signals {
@@ -173,6 +199,7 @@ pub struct SearchBuilder<'c> {
     ef: Option<usize>,
     mode: Option<SearchMode>,
     fusion: Fusion,
+    context: Context,
 }
 
 impl Collection {
@@ -206,7 +233,16 @@ impl<'c> SearchBuilder<'c> {
             ef: None,
             mode: None,
             fusion: Fusion::default(),
+            context: Context::default(),
         }
+    }
+
+    /// How much a hybrid hit's session and neighbouring messages lift it. Default:
+    /// [`Context::default`]; [`Context::NONE`] ranks by the fused score alone. Semantic and
+    /// lexical modes rank by their own score only.
+    pub fn context(mut self, context: Context) -> Self {
+        self.context = context;
+        self
     }
 
     /// Semantic, lexical or hybrid. Default: hybrid for text queries; a vector query is
@@ -640,17 +676,69 @@ impl<'c> SearchBuilder<'c> {
         }
         let terms = lexical_query.as_ref().map(|q| q.terms()).unwrap_or_default();
         let docs = tx.open_table(DOCS)?;
-        let mut hits = Vec::with_capacity(self.limit);
+        // Hybrid with context: load the pool, re-score, re-sort; otherwise the ranking stands.
+        let pool =
+            if mode == SearchMode::Hybrid && self.context != Context::NONE { self.limit.max(50) } else { self.limit };
+        let mut loaded: Vec<(Document, f32, u32, Signals)> = Vec::with_capacity(pool);
         for (doc_id, score, chunk, signals) in ranked {
             // An index may run ahead of this read snapshot; such hits are skipped.
             let Some(doc) = get_doc(&docs, doc_id)? else { continue };
-            let snippet =
-                if signals.lexical.is_some() { crate::lexical::snippet(&doc.content, &terms, 160) } else { None };
-            hits.push(Hit { doc, score, chunk, signals, snippet, plan });
-            if hits.len() == self.limit {
+            loaded.push((doc, score, chunk, signals));
+            if loaded.len() == pool {
                 break;
             }
         }
+        if pool > self.limit {
+            with_context(&mut loaded, self.context);
+        }
+        let hits = loaded
+            .into_iter()
+            .take(self.limit)
+            .map(|(doc, score, chunk, signals)| {
+                let snippet =
+                    if signals.lexical.is_some() { crate::lexical::snippet(&doc.content, &terms, 160) } else { None };
+                Hit { doc, score, chunk, signals, snippet, plan }
+            })
+            .collect();
         Ok(Hits { hits, plan })
     }
+}
+
+/// Adds the [`Context`] terms to fused scores and re-sorts (stable for equal scores).
+fn with_context(pool: &mut [(Document, f32, u32, Signals)], context: Context) {
+    use std::collections::HashMap;
+    let Some(floor) = pool.iter().map(|x| x.1).reduce(f32::min) else { return };
+    let position = |d: &Document| match &d.body {
+        crate::doc::DocBody::Message(m) => Some(m.message_index),
+        _ => None,
+    };
+    let mut best: HashMap<&str, f32> = HashMap::new();
+    let mut at: HashMap<(&str, u64), f32> = HashMap::new();
+    for (d, s, ..) in pool.iter() {
+        let b = best.entry(d.session_id.as_str()).or_insert(floor);
+        *b = b.max(*s);
+        if let Some(i) = position(d) {
+            at.insert((d.session_id.as_str(), i), *s);
+        }
+    }
+    let boosts: Vec<f32> = pool
+        .iter()
+        .map(|(d, ..)| {
+            let session = best[d.session_id.as_str()] - floor;
+            let neighbour = position(d).map_or(0.0, |i| {
+                let around = [i.checked_sub(1), i.checked_add(1)];
+                around
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|j| at.get(&(d.session_id.as_str(), j)))
+                    .fold(floor, |a, &b| a.max(b))
+                    - floor
+            });
+            context.session * session + context.neighbours * neighbour
+        })
+        .collect();
+    for (x, b) in pool.iter_mut().zip(boosts) {
+        x.1 += b;
+    }
+    pool.sort_by(|a, b| b.1.total_cmp(&a.1));
 }
