@@ -677,8 +677,8 @@ impl<'c> SearchBuilder<'c> {
         let terms = lexical_query.as_ref().map(|q| q.terms()).unwrap_or_default();
         let docs = tx.open_table(DOCS)?;
         // Hybrid with context: load the pool, re-score, re-sort; otherwise the ranking stands.
-        let pool =
-            if mode == SearchMode::Hybrid && self.context != Context::NONE { self.limit.max(50) } else { self.limit };
+        let contextual = mode == SearchMode::Hybrid && self.context != Context::NONE;
+        let pool = if contextual { self.limit.max(50) } else { self.limit };
         let mut loaded: Vec<(Document, f32, u32, Signals)> = Vec::with_capacity(pool);
         for (doc_id, score, chunk, signals) in ranked {
             // An index may run ahead of this read snapshot; such hits are skipped.
@@ -688,7 +688,7 @@ impl<'c> SearchBuilder<'c> {
                 break;
             }
         }
-        if pool > self.limit {
+        if contextual {
             with_context(&mut loaded, self.context);
         }
         let hits = loaded
@@ -741,4 +741,51 @@ fn with_context(pool: &mut [(Document, f32, u32, Signals)], context: Context) {
         x.1 += b;
     }
     pool.sort_by(|a, b| b.1.total_cmp(&a.1));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::Role;
+
+    fn pool(rows: &[(&str, u64, f32)]) -> Vec<(Document, f32, u32, Signals)> {
+        rows.iter()
+            .map(|&(s, i, score)| {
+                (Document::message(s, &format!("{s}-{i}"), i, Role::User, "x"), score, 0, Signals::default())
+            })
+            .collect()
+    }
+
+    fn order(p: &[(Document, f32, u32, Signals)]) -> Vec<(String, u64)> {
+        p.iter()
+            .map(|(d, ..)| match &d.body {
+                crate::doc::DocBody::Message(m) => (d.session_id.clone(), m.message_index),
+                _ => unreachable!(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn context_lifts_hits_whose_session_and_neighbours_match() {
+        // b:7 scores a little above a:3, but a:3 sits next to a:4 in the session that holds the
+        // best candidate.
+        let rows = [("a", 10, 2.0), ("b", 7, 1.05), ("a", 3, 1.0), ("a", 4, 0.9), ("c", 1, 0.0)];
+        let mut p = pool(&rows);
+        with_context(&mut p, Context::NONE);
+        assert_eq!(order(&p)[1], ("b".into(), 7), "no context: the fused order stands");
+        let mut p = pool(&rows);
+        with_context(&mut p, Context::default());
+        let o = order(&p);
+        assert_eq!(o[0], ("a".into(), 10));
+        assert_eq!(o[1], ("a".into(), 3), "{o:?}");
+        assert_eq!(o.last().unwrap(), &("c".into(), 1), "the floor gets no lift");
+        // Neighbours only: a:3 and a:4 lift each other; a lone strong hit keeps its place.
+        let mut p = pool(&rows);
+        with_context(&mut p, Context { session: 0.0, neighbours: 0.2 });
+        let o = order(&p);
+        assert_eq!(o[0], ("a".into(), 10));
+        assert_eq!(o[1], ("a".into(), 3), "{o:?}");
+        // Empty pools are fine.
+        with_context(&mut [], Context::default());
+    }
 }

@@ -259,8 +259,11 @@ pub struct Forgotten {
     pub documents: usize,
 }
 
-/// Forgets the selected sessions and returns them with the tenants and projects touched.
-pub fn forget(index: &Index, r: &ForgetRequest) -> anyhow::Result<(Vec<Forgotten>, Vec<(String, String)>)> {
+/// (tenant, project) of a collection.
+pub type CollectionKey = (String, String);
+
+/// Forgets the selected sessions and returns them with the collections touched.
+pub fn forget(index: &Index, r: &ForgetRequest) -> anyhow::Result<(Vec<Forgotten>, Vec<CollectionKey>)> {
     if r.session.is_none() && r.project.is_none() && r.before.is_none() {
         anyhow::bail!("say what to forget: --session ID, --project P or --before DATE");
     }
@@ -287,7 +290,7 @@ pub fn forget(index: &Index, r: &ForgetRequest) -> anyhow::Result<(Vec<Forgotten
         }
     }
     let mut out = Vec::new();
-    let mut touched: Vec<(String, String)> = Vec::new();
+    let mut touched: Vec<CollectionKey> = Vec::new();
     for (info, coll, session) in picked {
         let docs = coll.session_documents(&session)?;
         let last = docs.iter().map(|d| d.timestamp).max().unwrap_or_default();
