@@ -11,6 +11,9 @@
 //! - [`Document`] with [`DocBody`] `Message` / `Decision` / `Summary`: the data model.
 //! - [`Collection::add`] writes a batch in one transaction; [`Collection::search`] returns a
 //!   [`SearchBuilder`] whose `run()` gives [`Hits`] with the [`Plan`] used.
+//! - [`Collection::forget_session`] deletes a session for good (documents, vectors, lexical
+//!   entries, cache rows) and leaves a tombstone indexing respects; [`Index::compact`] rewrites
+//!   a collection's files so no deleted byte survives.
 //! - [`index_paths`]: index Claude Code histories (parse, scrub, enrich, extract decisions and
 //!   summaries, incremental); [`import_conversations`]: structured chats.
 //! - [`embed::Embedder`]: text → unit vectors. [`FastEmbedder`] runs all-MiniLM-L6-v2 (int8

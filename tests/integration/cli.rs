@@ -42,6 +42,7 @@ fn commands_json_exit_codes_and_forget() {
 
     // Read commands with --json.
     let stats = cli.json(&["stats", "--json"]);
+    assert_eq!(stats.as_array().unwrap().len(), 1);
     let s = &stats[0]["stats"];
     assert_eq!(stats[0]["project"], "acme-api");
     assert!(s["messages"].as_u64().unwrap() > 5 && s["sessions"] == 1);
@@ -54,6 +55,21 @@ fn commands_json_exit_codes_and_forget() {
     let blame = cli.json(&["blame", "src/auth.rs", "--json"]);
     assert_eq!(blame[0]["session"], SESSION);
     assert!(cli.json(&["models", "check", "--json"])["model_dir"].is_string());
+    assert!(cli.json(&["runs", sample, "--json"]).is_array());
+
+    // Import: good documents land in their project, bad ones are reported and skipped.
+    let file = cli.data.path().join("standup.json");
+    let good = serde_json::json!({"id": "standup-1", "conversation": {"source": "slack", "people": ["ana", "bo"], "user": "ana",
+        "conversation": [
+            {"speaker": "ana", "content": "Shall we move the nightly backup job to the new storage bucket?", "time": "2026-10-20T09:00:00Z"},
+            {"speaker": "bo", "content": "Yes, the old bucket fills up every Friday.", "time": "2026-10-20T09:01:00Z"}]}});
+    let bad = serde_json::json!({"id": "standup-2", "conversation": {"source": "slack", "people": ["ana"], "user": "ana", "conversation": []}});
+    std::fs::write(&file, format!("{good}\n{bad}\n")).unwrap();
+    let imported = cli.json(&["import", file.to_str().unwrap(), "--project", "team", "--json"]);
+    assert_eq!(imported["conversations"], 1);
+    assert_eq!(imported["invalid"].as_array().unwrap().len(), 1);
+    let hits = cli.json(&["search", "backup storage", "--project", "team", "--json", "--limit", "2"]);
+    assert!(hits.as_array().unwrap().iter().all(|h| h["project"] == "team" && h["session"] == "standup-1"), "{hits}");
 
     // Completions; usage errors exit 2, other errors 1 with one `error:` line and a hint.
     let out = cli.run(&["completions", "bash"]);
@@ -86,20 +102,31 @@ fn commands_json_exit_codes_and_forget() {
     assert!(gone["sessions"][0]["documents"].as_u64().unwrap() > 5);
     assert_eq!(gone["compacted"][0]["collection"], stats[0]["collection"]);
     assert_eq!(cli.run(&["session", "7f3c"]).status.code(), Some(1));
-    assert!(cli.json(&["search", "expired session token", "--json"]).as_array().unwrap().is_empty());
+    assert!(
+        cli.json(&["search", "expired session token", "--project", "acme-api", "--json"])
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     let again = cli.json(&["index", sample, "--json"]);
     assert_eq!(again["sessions_forgotten"], 1);
-    assert_eq!(cli.json(&["stats", "--json"])[0]["stats"]["forgotten_sessions"], 1);
-    assert!(cli.json(&["search", "expired session token", "--json"]).as_array().unwrap().is_empty());
+    let acme = |v: &Value| v.as_array().unwrap().iter().find(|c| c["project"] == "acme-api").cloned().unwrap();
+    assert_eq!(acme(&cli.json(&["stats", "--json"]))["stats"]["forgotten_sessions"], 1);
+    assert!(
+        cli.json(&["search", "expired session token", "--project", "acme-api", "--json"])
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     let forced = cli.json(&["index", sample, "--force", "--json"]);
     assert_eq!(forced["sessions_new"], 1);
-    let hits = cli.json(&["search", "expired session token", "--json"]);
+    let hits = cli.json(&["search", "expired session token", "--project", "acme-api", "--json"]);
     assert_eq!(hits[0]["session"], SESSION);
     // `forget --before` selects by the session's last message; `compact` alone works too.
     let none = cli.json(&["forget", "--before", "2000-01-01", "--json"]);
     assert!(none["sessions"].as_array().unwrap().is_empty());
     let compacted = cli.json(&["compact", "--json"]);
-    assert_eq!(compacted.as_array().unwrap().len(), 1);
+    assert_eq!(compacted.as_array().unwrap().len(), 2, "both collections");
     assert_eq!(cli.run(&["compact", "--project", "nope"]).status.code(), Some(1));
     assert!(Path::new(&coll_dir).join("data.redb").exists());
 }
