@@ -19,10 +19,14 @@ pub fn collections(index: &Index, project: Option<&str>) -> anyhow::Result<Vec<(
         let c = index.collection(&info.tenant, &info.project)?;
         out.push((info, c));
     }
-    if out.is_empty()
-        && let Some(p) = project
-    {
-        anyhow::bail!("no collection for project `{p}`; `convdex stats` lists them");
+    if out.is_empty() {
+        match project {
+            Some(p) => anyhow::bail!("no collection for project `{p}`; `convdex stats` lists them"),
+            None => anyhow::bail!(
+                "nothing is indexed in {} yet; run `convdex index` (or the MCP `index` tool) first",
+                index.root().display()
+            ),
+        }
     }
     Ok(out)
 }

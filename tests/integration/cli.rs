@@ -37,6 +37,13 @@ const SESSION: &str = "7f3c1a2e-5b4d-4c6e-9a8b-1d2e3f4a5b6c";
 fn commands_json_exit_codes_and_forget() {
     let cli = Cli { data: tempfile::tempdir().unwrap() };
     let sample = "examples/sample/projects";
+    let out = cli.run(&["search", "anything"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nothing is indexed"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = cli.json(&["index", sample, "--json"]);
     assert_eq!(report["sessions_new"], 1);
 
