@@ -24,7 +24,6 @@ check: test
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps
-	$(CARGO) bench --no-run
 
 bench: models
 	$(CARGO) bench --bench embed
