@@ -619,10 +619,7 @@ impl Collection {
     pub fn delete_session(&self, session_id: &str) -> Result<usize> {
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let tx = self.db.begin_write()?;
-        let ids: Vec<u64> = {
-            let idx = tx.open_multimap_table(IDX_SESSION)?;
-            idx.get(session_id)?.map(|v| v.map(|v| v.value())).collect::<std::result::Result<_, _>>()?
-        };
+        let ids = session_ids(&tx, session_id)?;
         self.delete_ids_in(tx, ids)
     }
 
@@ -868,6 +865,12 @@ pub(crate) fn cache_key(model: &str, text: &str) -> u128 {
     h.update(&[0]);
     h.update(text.as_bytes());
     h.digest128()
+}
+
+/// Internal ids of a session's documents.
+pub(crate) fn session_ids(tx: &redb::WriteTransaction, session_id: &str) -> Result<Vec<u64>> {
+    let idx = tx.open_multimap_table(IDX_SESSION)?;
+    Ok(idx.get(session_id)?.map(|v| v.map(|v| v.value())).collect::<std::result::Result<_, _>>()?)
 }
 
 pub(crate) fn get_doc(docs: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> Result<Option<Document>> {

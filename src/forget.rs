@@ -37,6 +37,19 @@ pub struct CompactReport {
     pub bytes_after: u64,
 }
 
+impl std::fmt::Display for CompactReport {
+    /// `compacted <collection>: <before> MB -> <after> MB`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "compacted {}: {:.1} MB -> {:.1} MB",
+            self.collection,
+            self.bytes_before as f64 / 1e6,
+            self.bytes_after as f64 / 1e6
+        )
+    }
+}
+
 impl Collection {
     /// Deletes every document of a session together with its embedding-cache rows and ingest
     /// state, and records a tombstone so that indexing skips the session unless forced
@@ -47,10 +60,7 @@ impl Collection {
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let tx = self.db.begin_write()?;
         let mut report = ForgetReport::default();
-        let ids: Vec<u64> = {
-            let idx = tx.open_multimap_table(IDX_SESSION)?;
-            idx.get(session_id)?.map(|v| v.map(|v| v.value())).collect::<std::result::Result<_, _>>()?
-        };
+        let ids = crate::collection::session_ids(&tx, session_id)?;
         {
             let docs = tx.open_table(DOCS)?;
             let mut cache = tx.open_table(EMBED_CACHE)?;
@@ -95,7 +105,12 @@ impl Collection {
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let tx = self.db.begin_write()?;
         let had = tx.open_table(FORGOTTEN)?.remove(session_id)?.is_some();
-        tx.commit()?;
+        // Nothing removed: no commit, so importing never pays a durable write for this.
+        if had {
+            tx.commit()?
+        } else {
+            tx.abort()?
+        }
         Ok(had)
     }
 }

@@ -370,12 +370,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     println!("nothing to forget");
                 }
                 for c in &compacted {
-                    println!(
-                        "compacted {}: {:.1} MB -> {:.1} MB",
-                        c.collection,
-                        c.bytes_before as f64 / 1e6,
-                        c.bytes_after as f64 / 1e6
-                    );
+                    println!("{c}");
                 }
                 if !dry_run && !gone.is_empty() && no_compact {
                     println!("run `convdex compact` to remove the deleted text from the files");
@@ -398,12 +393,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&reports)?);
             } else {
                 for c in &reports {
-                    println!(
-                        "compacted {}: {:.1} MB -> {:.1} MB",
-                        c.collection,
-                        c.bytes_before as f64 / 1e6,
-                        c.bytes_after as f64 / 1e6
-                    );
+                    println!("{c}");
                 }
             }
         }
@@ -565,30 +555,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Session { id, project, json } => {
             let index = Index::open(&dir, Options::default())?;
-            let (project, coll, session) = ops::find_session(&index, &id, project.as_deref())?;
+            let (info, coll, session) = ops::find_session(&index, &id, project.as_deref())?;
             let docs = coll.session_documents(&session)?;
             let summary = docs.iter().find(|d| d.kind() == DocKind::Summary);
             let messages: Vec<&convdex::Document> = docs.iter().filter(|d| d.kind() == DocKind::Message).collect();
             if json {
                 let v = serde_json::json!({
-                    "project": project, "session": session,
+                    "project": info.project, "session": session,
                     "summary": summary.map(|d| &d.content),
                     "messages": messages.iter().map(|d| {
-                        let role = match &d.body { convdex::DocBody::Message(m) => m.role.as_str(), _ => "" };
-                        serde_json::json!({"time": d.timestamp.to_rfc3339(), "role": role, "content": d.content})
+                        serde_json::json!({"time": d.timestamp.to_rfc3339(), "role": ops::role(d), "content": d.content})
                     }).collect::<Vec<_>>(),
                 });
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                println!("# {project} {session}");
+                println!("# {} {session}", info.project);
                 if let Some(s) = summary {
                     println!("\n{}\n", s.content);
                 }
                 for d in messages {
-                    let role = match &d.body {
-                        convdex::DocBody::Message(m) => m.role.as_str(),
-                        _ => "",
-                    };
+                    let role = ops::role(d);
                     println!("{}  {role}: {}", d.timestamp.format("%Y-%m-%d %H:%M"), ops::snippet(&d.content, 300));
                 }
             }

@@ -246,10 +246,10 @@ impl Server {
         blocking(move || {
             let limit = bounded("limit", p.limit, 40, 200)?;
             let offset = p.offset.unwrap_or(0);
-            let (project, coll, session) = ops::find_session(&index, &p.id, p.project.as_deref())?;
+            let (info, coll, session) = ops::find_session(&index, &p.id, p.project.as_deref())?;
             let docs = coll.session_documents(&session)?;
             let messages: Vec<&convdex::Document> = docs.iter().filter(|d| d.kind() == DocKind::Message).collect();
-            let mut out = format!("project {project} · session {session} · {} messages\n", messages.len());
+            let mut out = format!("project {} · session {session} · {} messages\n", info.project, messages.len());
             if offset == 0
                 && let Some(s) = docs.iter().find(|d| d.kind() == DocKind::Summary)
             {

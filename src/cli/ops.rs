@@ -189,12 +189,13 @@ pub fn status_mark(d: &Document) -> &'static str {
     }
 }
 
-/// The one session whose id starts with `id`: (project, collection, full session id).
+/// The one session whose id starts with `id`: (its collection's identity, the collection, the
+/// full session id).
 pub fn find_session(
     index: &Index,
     id: &str,
     project: Option<&str>,
-) -> anyhow::Result<(String, Arc<Collection>, String)> {
+) -> anyhow::Result<(CollectionInfo, Arc<Collection>, String)> {
     if id.trim().is_empty() {
         anyhow::bail!("the session id is empty; give a session id or a unique prefix of one");
     }
@@ -202,7 +203,7 @@ pub fn find_session(
     for (info, c) in collections(index, project)? {
         for s in c.sessions()? {
             if s.starts_with(id) {
-                found.push((info.project.clone(), c.clone(), s));
+                found.push((info.clone(), c.clone(), s));
             }
         }
     }
@@ -273,9 +274,7 @@ pub fn forget(index: &Index, r: &ForgetRequest) -> anyhow::Result<(Vec<Forgotten
     }
     let mut picked: Vec<(CollectionInfo, Arc<Collection>, String)> = Vec::new();
     if let Some(id) = &r.session {
-        let (project, coll, session) = find_session(index, id, r.project.as_deref())?;
-        let info = index.collections()?.into_iter().find(|i| i.project == project && i.name == coll.name());
-        picked.push((info.context("collection listed")?, coll, session));
+        picked.push(find_session(index, id, r.project.as_deref())?);
     } else {
         let want = r.project.as_deref().map(convdex::normalize_name);
         let mut any = false;
