@@ -47,6 +47,7 @@ fn ceil_char(s: &str, mut i: usize) -> usize {
 }
 
 #[cfg(test)]
+#[allow(clippy::string_slice)] // test code: a bad offset fails the test
 mod tests {
     use super::*;
     use crate::embed::word_offsets;

@@ -548,7 +548,7 @@ impl Collection {
         ranges
             .into_iter()
             .map(|(a, b)| {
-                let chunk = &doc.content[a..b];
+                let chunk = doc.content.get(a..b).unwrap_or_default();
                 let t = match &header {
                     Some(h) => format!("{h}\"{chunk}\""),
                     None => chunk.to_string(),

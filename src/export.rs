@@ -225,7 +225,7 @@ pub fn v1_from_documents(project: &str, docs: &[Document]) -> V1 {
                 _ => None,
             })
             .map(|(x, f)| Decision {
-                id: format!("d{}", &x.id.simple().to_string()[..8]),
+                id: format!("d{}", crate::text::prefix_chars(&x.id.simple().to_string(), 8)),
                 what: f.summary.clone(),
                 why: f.reasoning.clone().unwrap_or_default(),
                 alt: f.alternatives.clone(),

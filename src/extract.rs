@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use crate::doc::{DecisionStatus, Role};
+use crate::text::find_ci;
 
 /// A decision found in one message.
 #[derive(Debug, Clone, PartialEq)]
@@ -174,10 +175,10 @@ fn marked_sentences(text: &str) -> Vec<(String, bool)> {
             // Keep the sentence's own terminator, drop the separator whitespace.
             let end =
                 m.start() + m.as_str().chars().next().map_or(0, |c| if c.is_whitespace() { 0 } else { c.len_utf8() });
-            push(&line[start..end]);
+            push(line.get(start..end).unwrap_or_default());
             start = m.end();
         }
-        push(&line[start..]);
+        push(line.get(start..).unwrap_or_default());
     }
     out
 }
@@ -236,12 +237,12 @@ fn narrated_choice(s: &str) -> bool {
 }
 
 fn clause_after<'a>(s: &'a str, words: &[&str]) -> Option<&'a str> {
-    let lower = s.to_lowercase();
     words
         .iter()
-        .filter_map(|w| lower.find(w).map(|i| i + w.len()))
+        .filter_map(|w| find_ci(s, w).map(|i| i + w.len()))
         .min()
-        .map(|i| s[i..].trim().trim_end_matches(['.', '!']).trim())
+        .and_then(|i| s.get(i..))
+        .map(|c| c.trim().trim_end_matches(['.', '!']).trim())
         .filter(|c| c.split_whitespace().count() >= 2)
 }
 
@@ -249,13 +250,12 @@ fn alternatives(s: &str) -> Vec<String> {
     let lower = s.to_lowercase();
     let mut out = Vec::new();
     for marker in ["instead of ", "rather than ", " over ", "from "] {
-        if let Some(i) = lower.find(marker) {
-            let rest = &s[i + marker.len()..];
-            let stop = rest.to_lowercase().find([',', '.', ';', '(']).unwrap_or(rest.len());
-            let mut alt = &rest[..stop];
+        if let Some(rest) = find_ci(s, marker).and_then(|i| s.get(i + marker.len()..)) {
+            let stop = rest.find([',', '.', ';', '(']).unwrap_or(rest.len());
+            let mut alt = rest.get(..stop).unwrap_or(rest);
             for end in [" to ", " for ", " because ", " since ", " as ", " in ", " so ", " and "] {
-                if let Some(j) = alt.to_lowercase().find(end) {
-                    alt = &alt[..j];
+                if let Some(j) = find_ci(alt, end) {
+                    alt = alt.get(..j).unwrap_or(alt);
                 }
             }
             let words: Vec<&str> = alt.split_whitespace().take(4).collect();
@@ -273,21 +273,25 @@ fn alternatives(s: &str) -> Vec<String> {
 /// A readable one-line summary: the sentence without leading chatter, capitalised, ≤ 120 chars.
 /// In a long sentence the summary starts at the clause holding the decision (byte offset `at`).
 fn summarize(s: &str, at: usize) -> String {
+    // `at` is an offset in `s`; trimming the start shifts it.
+    let at = at.saturating_sub(s.len() - s.trim_start().len());
     let mut t = s.trim().trim_end_matches(['.', '!', '。', '！']);
-    if t.chars().count() > 120 && at > 40 && at < t.len() {
-        let head = &t[..at];
+    if t.chars().count() > 120
+        && at > 40
+        && let Some(head) = t.get(..at)
+    {
         let cut = [", ", "; ", " — ", ": ", " given that ", " and "]
             .iter()
             .filter_map(|sep| head.rfind(sep).map(|i| i + sep.len()))
             .max();
-        if let Some(c) = cut {
-            t = &t[c..];
+        if let Some(rest) = cut.and_then(|c| t.get(c..)) {
+            t = rest;
         }
     }
     let mut t = t.to_string();
     for prefix in ["ok, ", "ok ", "okay, ", "alright, ", "so ", "i think ", "yes, ", "great, ", "let's ", "lets "] {
-        if t.to_lowercase().starts_with(prefix) {
-            t = t[prefix.len()..].to_string();
+        if let Some(rest) = crate::text::strip_prefix_ci(&t, prefix) {
+            t = rest.to_string();
         }
     }
     let t = t.split(" because ").next().unwrap_or(&t).trim_end_matches([',', ';', ':', ' ']).to_string();

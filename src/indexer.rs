@@ -708,7 +708,7 @@ fn decision_documents(messages: &[Document]) -> Vec<Document> {
 
 fn first_sentence(text: &str, max: usize) -> String {
     let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let cut = one.find(". ").map_or(one.as_str(), |i| &one[..=i]);
+    let cut = one.find(". ").and_then(|i| one.get(..=i)).unwrap_or(&one);
     if cut.chars().count() > max {
         format!("{}…", cut.chars().take(max - 1).collect::<String>())
     } else {

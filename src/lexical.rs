@@ -87,7 +87,7 @@ pub fn tokens(text: &str) -> Vec<Token> {
             offset_from: from,
             offset_to: to,
             position,
-            text: text[from..to].to_lowercase(),
+            text: text.get(from..to).unwrap_or_default().to_lowercase(),
             position_length: len,
         });
     };
@@ -135,7 +135,7 @@ pub fn tokens(text: &str) -> Vec<Token> {
             break;
         }
         let stop = chars.get(end).map_or(text.len(), |x| x.0);
-        let run = &text[start..stop];
+        let run = text.get(start..stop).unwrap_or_default();
         let ps = parts(run);
         if ps.len() > 1 {
             push(&mut out, start, stop, pos, ps.len());
@@ -243,7 +243,7 @@ impl LexicalQuery {
         let toks = analyze(&rest);
         let raw = tokens(&rest);
         for (k, (t, r)) in toks.iter().zip(&raw).enumerate() {
-            let original = &rest[r.offset_from..r.offset_to];
+            let original = rest.get(r.offset_from..r.offset_to).unwrap_or_default();
             // `GitHub`, `JavaScript`: a capitalised word with one inner capital is a name, not
             // an identifier; it ranks like any word (whole, lower-cased).
             let name = t.position_length == 2
@@ -518,14 +518,14 @@ pub fn snippet(text: &str, terms: &[String], width: usize) -> Option<String> {
         if a < at || a >= end || a < last_end {
             continue;
         }
-        out.push_str(&text[at..a]);
+        out.push_str(text.get(at..a).unwrap_or_default());
         out.push('[');
-        out.push_str(&text[a..b.min(end)]);
+        out.push_str(text.get(a..b.min(end)).unwrap_or_default());
         out.push(']');
         at = b.min(end);
         last_end = b;
     }
-    out.push_str(&text[at..end]);
+    out.push_str(text.get(at..end).unwrap_or_default());
     if end < text.len() {
         out.push('…');
     }

@@ -76,6 +76,7 @@ mod search;
 mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testutil;
+pub mod text;
 
 pub use ann::{HnswParams, LoadFailure};
 pub use collection::{

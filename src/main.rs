@@ -724,7 +724,7 @@ fn search(dir: &std::path::Path, a: SearchArgs) -> anyhow::Result<()> {
             "{:.3}  {}  {}  {}  {}{}",
             h.score,
             p,
-            &h.doc.session_id[..h.doc.session_id.len().min(8)],
+            convdex::text::prefix_chars(&h.doc.session_id, 8),
             h.doc.timestamp.format("%Y-%m-%d %H:%M"),
             role,
             if files.is_empty() { String::new() } else { format!("  [{}]", files.join(", ")) }

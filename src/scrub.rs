@@ -158,7 +158,8 @@ pub fn scrub(text: &str) -> (String, RedactionCounts) {
             n += 1;
             let s = whole.as_str();
             let (a, b) = (secret.start() - whole.start(), secret.end() - whole.start());
-            format!("{}[REDACTED:{}]{}", &s[..a], rule.kind, &s[b..])
+            // Capture offsets are character boundaries of the match.
+            format!("{}[REDACTED:{}]{}", s.get(..a).unwrap_or_default(), rule.kind, s.get(b..).unwrap_or_default())
         });
         if n > 0 {
             out = replaced.into_owned();

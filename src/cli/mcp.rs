@@ -129,7 +129,7 @@ fn bounded(what: &str, v: Option<usize>, default: usize, max: usize) -> anyhow::
 }
 
 fn short(id: &str) -> &str {
-    &id[..id.len().min(8)]
+    convdex::text::prefix_chars(id, 8)
 }
 
 #[tool_router]

@@ -87,6 +87,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::string_slice)] // test code: a bad offset fails the test
 mod tests {
     use super::*;
 

@@ -133,11 +133,8 @@ fn clean_text(text: &str) -> String {
     let t = reminder_re().replace_all(text, "");
     let t = t.trim();
     if t.len() > MAX_MESSAGE_BYTES {
-        let mut cut = MAX_MESSAGE_BYTES;
-        while !t.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        format!("{}\n[… {} more bytes not indexed]", &t[..cut], t.len() - cut)
+        let head = crate::text::prefix_bytes(t, MAX_MESSAGE_BYTES);
+        format!("{head}\n[… {} more bytes not indexed]", t.len() - head.len())
     } else {
         t.to_string()
     }
@@ -157,9 +154,9 @@ fn human_text(text: &str) -> bool {
         || t == "Warmup")
 }
 
-/// Normalises a path to `/` separators.
+/// A path in its stored form (see [`crate::text::paths`]).
 fn slashes(p: &str) -> String {
-    p.replace('\\', "/")
+    crate::text::paths::normalize(p)
 }
 
 /// Parses one transcript file.
@@ -418,19 +415,16 @@ fn call_files(tool: &ToolUse) -> Vec<FileRef> {
     }
 }
 
-/// Paths removed by a plain `rm` / `git rm` command.
+/// Paths removed by a plain `rm` / `git rm` command (words split the way a shell splits them).
 fn deleted_paths(command: &str) -> Vec<FileRef> {
     let mut out = Vec::new();
-    for part in command.split(['&', ';', '|', '\n']) {
-        let words: Vec<&str> = part.split_whitespace().collect();
+    for part in crate::text::paths::simple_commands(command) {
+        let words = crate::text::paths::shell_words(part);
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
         let (["rm", args @ ..] | ["git", "rm", args @ ..]) = words.as_slice() else { continue };
         for a in args {
-            if !a.starts_with('-') && !a.contains('*') && !a.contains('$') {
-                out.push(FileRef {
-                    path: slashes(a.trim_matches(|c| c == '"' || c == '\'')),
-                    line_ranges: vec![],
-                    action: FileAction::Deleted,
-                });
+            if !a.is_empty() && !a.starts_with('-') && !a.contains('*') && !a.contains('$') {
+                out.push(FileRef { path: slashes(a), line_ranges: vec![], action: FileAction::Deleted });
             }
         }
     }
@@ -516,22 +510,9 @@ fn apply_result(tool: &ToolUse, block: &Value, record: &Value, ts: DateTime<Utc>
     }
 }
 
-/// Normalises `path` relative to `root` when it lies inside it (`/`-separated; Windows drive
-/// letters compared case-insensitively).
+/// `path` relative to `root` when it lies inside it (see [`crate::text::paths::relative_to`]).
 pub fn relative_to(path: &str, root: &str) -> String {
-    let p = slashes(path);
-    let r = slashes(root);
-    let r = r.trim_end_matches('/');
-    if r.is_empty() {
-        return p;
-    }
-    let windows = r.as_bytes().get(1) == Some(&b':');
-    let inside = if windows {
-        p.len() > r.len() && p[..r.len()].eq_ignore_ascii_case(r) && p.as_bytes()[r.len()] == b'/'
-    } else {
-        p.starts_with(r) && p.as_bytes().get(r.len()) == Some(&b'/')
-    };
-    if inside { p[r.len() + 1..].to_string() } else { p }
+    crate::text::paths::relative_to(path, root)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! convdex integration tests: one binary, one module per area. Tests that matter use the real
 //! embedding model (provisioned by `make models`) and real redb files on disk.
+#![allow(clippy::string_slice)] // test code: a bad offset fails the test
 
 mod cli;
 mod cli_hook;
