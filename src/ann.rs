@@ -478,7 +478,8 @@ struct TopK {
 
 impl TopK {
     fn new(k: usize) -> Self {
-        TopK { k, heap: BinaryHeap::with_capacity(k + 1), best: std::collections::HashMap::new() }
+        // `k` comes from callers' limits: allocate for what is likely, grow if needed.
+        TopK { k, heap: BinaryHeap::with_capacity(k.min(4096) + 1), best: std::collections::HashMap::new() }
     }
 
     fn push(&mut self, id: u64, score: f32) {

@@ -16,6 +16,7 @@ use crate::ann::{self, Ann, HnswParams, LoadFailure};
 use crate::doc::{DocKind, Document};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::store::seal::{Seal, panic_message};
 use crate::store::tables::*;
 use crate::store::{self, codec};
 
@@ -135,6 +136,21 @@ pub struct CollectionMeta {
     pub last_indexed_at_ms: Option<i64>,
 }
 
+/// One session written by [`Collection::write_session`].
+#[derive(Debug)]
+pub(crate) struct SessionWrite<'a> {
+    /// The session.
+    pub(crate) session_id: &'a str,
+    /// Delete every stored document of the session first.
+    pub(crate) replace: bool,
+    /// Documents to add (or replace, by id).
+    pub(crate) docs: &'a [Document],
+    /// Ingest state to store under this key of the `sessions` table.
+    pub(crate) state: Option<(String, Vec<u8>)>,
+    /// Remove the session's tombstone.
+    pub(crate) unforget: bool,
+}
+
 /// Result of [`Collection::add`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AddReport {
@@ -200,6 +216,8 @@ pub struct Collection {
     opened: VectorIndexState,
     pub(crate) lexical: Option<crate::lexical::Lexical>,
     lexical_opened: LexicalIndexState,
+    /// After the store and the lexical index (fields drop in order), before the lock.
+    seal: Seal,
     _lock: std::fs::File,
 }
 
@@ -253,7 +271,7 @@ impl Collection {
     ) -> Result<Collection> {
         let init = meta.clone();
         let emb = embedder.clone();
-        Self::open_with(dir, name, meta, embedder, options, move |path| {
+        Self::open_with(dir, name, meta, embedder, options, true, move |path| {
             if !path.exists() {
                 // Create atomically: a fresh database is initialised under another name and
                 // renamed into place, so a crash during creation never leaves a half-written
@@ -282,28 +300,68 @@ impl Collection {
     ) -> Result<Collection> {
         let name = format!("{}_{}_conversations", meta.tenant, meta.project);
         let mut backend = Some(backend);
-        Self::open_with(dir, &name, meta, embedder, options, move |_| {
+        Self::open_with(dir, &name, meta, embedder, options, false, move |_| {
             let b = backend.take().expect("backend used once");
             Ok(Database::builder().create_with_backend(b)?)
         })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn open_with(
         dir: &Path,
         name: &str,
         meta: CollectionMeta,
         embedder: Arc<dyn Embedder>,
         options: CollectionOptions,
+        on_disk: bool,
         make_db: impl FnOnce(&Path) -> Result<Database>,
     ) -> Result<Collection> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let lock = acquire_lock(dir, options.lock_wait)?;
-        let db = match make_db(&dir.join("data.redb")) {
+        let seal = Seal::new(dir, on_disk);
+        let path = dir.join("data.redb");
+        // redb panics on some damaged pages: a damaged collection is an error, never a crash.
+        let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Self::open_locked(dir, name, meta, embedder, options, make_db, seal, lock)
+        }));
+        match opened {
+            Ok(r) => r,
+            Err(p) => {
+                Seal::new(dir, on_disk).poison();
+                Err(Error::Damaged { path, reason: panic_message(p.as_ref()) })
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn open_locked(
+        dir: &Path,
+        name: &str,
+        meta: CollectionMeta,
+        embedder: Arc<dyn Embedder>,
+        options: CollectionOptions,
+        make_db: impl FnOnce(&Path) -> Result<Database>,
+        seal: Seal,
+        lock: std::fs::File,
+    ) -> Result<Collection> {
+        let path = dir.join("data.redb");
+        // Files as convdex left them: no check needed. Otherwise (a crash, a kill, a change from
+        // outside) verify every page, which also repairs what redb can repair.
+        let intact = seal.intact();
+        let mut db = match make_db(&path) {
             Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) => {
                 return Err(Error::InUse { path: dir.to_path_buf(), holder: "unknown".into() });
             }
+            Err(Error::Storage(e)) => {
+                seal.poison();
+                return Err(Error::Damaged { path, reason: e.to_string() });
+            }
             other => other?,
         };
+        if !intact && let Err(e) = db.check_integrity() {
+            seal.poison();
+            return Err(Error::Damaged { path, reason: e.to_string() });
+        }
         store::create_tables(&db)?;
         check_or_init_meta(&db, embedder.as_ref(), &meta)?;
         let generation = read_generation(&db)?;
@@ -328,7 +386,7 @@ impl Collection {
             }
         };
         let (lexical, lexical_opened) = if options.lexical_index {
-            let (l, s) = open_lexical(&db, &dir.join("lexical"), generation)?;
+            let (l, s) = open_lexical(&db, &dir.join("lexical"), generation, !intact)?;
             (Some(l), s)
         } else {
             (None, VectorIndexState::Rebuilt(RebuildReason::Missing))
@@ -345,6 +403,7 @@ impl Collection {
             opened,
             lexical,
             lexical_opened,
+            seal,
             _lock: lock,
         };
         if coll.opened != VectorIndexState::Loaded {
@@ -352,6 +411,23 @@ impl Collection {
             coll.flush()?;
         }
         Ok(coll)
+    }
+
+    /// Runs `f` on this collection, turning a panic of the storage engine (damaged pages that
+    /// the open-time check did not see) into [`Error::Damaged`]; the collection is then not
+    /// sealed, so the next open checks and repairs it.
+    pub fn guarded<T>(&self, f: impl FnOnce(&Collection) -> Result<T>) -> Result<T> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self))) {
+            Ok(Err(e @ Error::Damaged { .. })) => {
+                self.seal.poison();
+                Err(e)
+            }
+            Ok(r) => r,
+            Err(p) => {
+                self.seal.poison();
+                Err(Error::Damaged { path: self.dir.join("data.redb"), reason: panic_message(p.as_ref()) })
+            }
+        }
     }
 
     /// `<tenant>_<project>_conversations`.
@@ -382,12 +458,7 @@ impl Collection {
 
     /// Collection metadata.
     pub fn meta(&self) -> Result<CollectionMeta> {
-        let tx = self.db.begin_read()?;
-        let t = tx.open_table(META)?;
-        match t.get(META_COLLECTION)? {
-            Some(v) => codec::decode("collection metadata", v.value()),
-            None => Ok(CollectionMeta::default()),
-        }
+        read_meta(&self.db)
     }
 
     /// Updates the collection metadata in its own transaction.
@@ -417,7 +488,18 @@ impl Collection {
         }
         // 1. Chunk and embed outside any lock (cache first).
         let prepared = self.prepare(docs, &mut report)?;
-        self.commit_prepared(docs, prepared, report)
+        self.commit_prepared(docs, prepared, report, None)
+    }
+
+    /// Writes a session in one transaction: optionally deletes every document the session has
+    /// (`replace`), adds `docs` (replacing by id), stores its ingest state and removes its
+    /// tombstone (`unforget`). A process killed at any point leaves either the session as it
+    /// was or the session as written, never a mix (and never new documents with old state).
+    pub(crate) fn write_session(&self, w: SessionWrite<'_>) -> Result<AddReport> {
+        let mut report = AddReport::default();
+        let prepared = self.prepare(w.docs, &mut report)?;
+        let docs = w.docs;
+        self.commit_prepared(docs, prepared, report, Some(w))
     }
 
     /// Adds (or replaces) documents whose vectors were computed elsewhere, one unit vector of
@@ -441,7 +523,7 @@ impl Collection {
             crate::embed::normalize(&mut v);
             prepared.push(vec![(0u128, v, false)]);
         }
-        self.commit_prepared(docs, prepared, AddReport::default())
+        self.commit_prepared(docs, prepared, AddReport::default(), None)
     }
 
     #[allow(clippy::type_complexity)]
@@ -450,8 +532,9 @@ impl Collection {
         docs: &[Document],
         prepared: Vec<Vec<(u128, Vec<f32>, bool)>>,
         mut report: AddReport,
+        session: Option<SessionWrite<'_>>,
     ) -> Result<AddReport> {
-        if docs.is_empty() {
+        if docs.is_empty() && session.is_none() {
             report.generation = read_generation(&self.db)?;
             return Ok(report);
         }
@@ -459,6 +542,21 @@ impl Collection {
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let tx = self.db.begin_write()?;
         let mut replaced_ids = Vec::new();
+        if let Some(w) = &session {
+            if w.replace {
+                for id in session_ids(&tx, w.session_id)? {
+                    if store::remove_document(&tx, id)?.is_some() {
+                        replaced_ids.push(id);
+                    }
+                }
+            }
+            if let Some((key, bytes)) = &w.state {
+                tx.open_table(SESSIONS)?.insert(key.as_str(), bytes.as_slice())?;
+            }
+            if w.unforget {
+                tx.open_table(FORGOTTEN)?.remove(w.session_id)?;
+            }
+        }
         let mut new_vectors: Vec<(u64, Vec<f32>)> = Vec::new();
         let mut lexical_docs: Vec<(u64, String)> = Vec::new();
         let generation;
@@ -829,7 +927,10 @@ impl Collection {
 
 impl Drop for Collection {
     fn drop(&mut self) {
-        let _ = self.flush();
+        let flushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.flush()));
+        if flushed.is_err() {
+            self.seal.poison();
+        }
     }
 }
 
@@ -877,6 +978,16 @@ pub(crate) fn get_doc(docs: &impl ReadableTable<u64, &'static [u8]>, id: u64) ->
     match docs.get(id)? {
         Some(v) => Ok(Some(codec::decode("document", v.value())?)),
         None => Ok(None),
+    }
+}
+
+/// The collection metadata stored in `db`.
+pub(crate) fn read_meta(db: &impl ReadableDatabase) -> Result<CollectionMeta> {
+    let tx = db.begin_read()?;
+    let t = tx.open_table(META)?;
+    match t.get(META_COLLECTION)? {
+        Some(v) => codec::decode("collection metadata", v.value()),
+        None => Ok(CollectionMeta::default()),
     }
 }
 
@@ -996,9 +1107,14 @@ fn lexical_documents(db: &Database, only: Option<&[u64]>) -> Result<Vec<(u64, St
 }
 
 /// Opens the lexical index and brings it in line with the store generation.
-fn open_lexical(db: &Database, dir: &Path, generation: u64) -> Result<(crate::lexical::Lexical, LexicalIndexState)> {
+fn open_lexical(
+    db: &Database,
+    dir: &Path,
+    generation: u64,
+    verify: bool,
+) -> Result<(crate::lexical::Lexical, LexicalIndexState)> {
     use crate::lexical::{Lexical, Opened};
-    let (lex, opened) = Lexical::open(dir)?;
+    let (mut lex, opened) = Lexical::open(dir, verify)?;
     let rebuild = |lex: &Lexical| -> Result<()> {
         lex.clear()?;
         let all = lexical_documents(db, None)?;
@@ -1016,7 +1132,35 @@ fn open_lexical(db: &Database, dir: &Path, generation: u64) -> Result<(crate::le
             rebuild(&lex)?;
             VectorIndexState::Rebuilt(RebuildReason::Stale { graph: g, store: generation })
         }
-        Opened::At(g) => {
+        Opened::At(g) => match catch_up_lexical(db, &lex, g, generation) {
+            Ok(state) => state,
+            Err(Error::Lexical { reason, .. }) => {
+                // A segment that opened but cannot be read: derived data, so rebuild it.
+                drop(lex);
+                lex = Lexical::recreate(dir)?;
+                rebuild(&lex)?;
+                VectorIndexState::Rebuilt(RebuildReason::Corrupt(reason))
+            }
+            Err(e) => return Err(e),
+        },
+        Opened::Fresh(reason) => {
+            rebuild(&lex)?;
+            VectorIndexState::Rebuilt(reason)
+        }
+    };
+    Ok((lex, state))
+}
+
+/// Adds to the lexical index the documents stored since generation `from` and removes the
+/// ones deleted since.
+fn catch_up_lexical(
+    db: &Database,
+    lex: &crate::lexical::Lexical,
+    from: u64,
+    generation: u64,
+) -> Result<LexicalIndexState> {
+    {
+        {
             let stored = {
                 let tx = db.begin_read()?;
                 let t = tx.open_table(DOCS)?;
@@ -1031,23 +1175,14 @@ fn open_lexical(db: &Database, dir: &Path, generation: u64) -> Result<(crate::le
             let extra: Vec<u64> = indexed.iter().copied().filter(|id| stored.binary_search(id).is_err()).collect();
             let add = lexical_documents(db, Some(&missing))?;
             lex.apply(&extra, &add, generation)?;
-            VectorIndexState::CaughtUp {
-                from_generation: g,
+            Ok(VectorIndexState::CaughtUp {
+                from_generation: from,
                 to_generation: generation,
                 added: add.len(),
                 removed: extra.len(),
-            }
-        }
-        Opened::Fresh(why) => {
-            rebuild(&lex)?;
-            VectorIndexState::Rebuilt(if why == "missing" {
-                RebuildReason::Missing
-            } else {
-                RebuildReason::Corrupt(why)
             })
         }
-    };
-    Ok((lex, state))
+    }
 }
 
 /// Brings a loaded graph in line with the store. Returns (added, tombstoned documents).
@@ -1077,29 +1212,36 @@ impl Collection {
         let tx = self.db.begin_read()?;
         Ok(tx.open_table(SESSIONS)?.get(id)?.map(|v| v.value().to_vec()))
     }
-
-    /// Stores the ingest state of a session in its own transaction.
-    pub(crate) fn put_session_bytes(&self, id: &str, bytes: &[u8]) -> Result<()> {
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let tx = self.db.begin_write()?;
-        tx.open_table(SESSIONS)?.insert(id, bytes)?;
-        tx.commit()?;
-        Ok(())
-    }
 }
 
 impl Collection {
-    /// Every document that discusses exactly `path` (any action), unordered.
+    /// Every document that discusses the file `path` (any action), unordered. The path is
+    /// matched in whatever form it is typed: `\\` or `/`, either case of a drive letter, `./`,
+    /// a trailing `/`, absolute inside the project or relative to it
+    /// ([`Collection::file_forms`]).
     pub fn documents_for_file(&self, path: &str) -> Result<Vec<Document>> {
+        let forms = self.file_forms(path)?;
         let tx = self.db.begin_read()?;
         let idx = tx.open_multimap_table(IDX_FILE)?;
         let docs = tx.open_table(DOCS)?;
         let mut out = Vec::new();
-        for id in idx.get(path)? {
-            if let Some(d) = get_doc(&docs, id?.value())? {
-                out.push(d);
+        let mut seen = std::collections::HashSet::new();
+        for form in &forms {
+            for id in idx.get(form.as_str())? {
+                let id = id?.value();
+                if seen.insert(id)
+                    && let Some(d) = get_doc(&docs, id)?
+                {
+                    out.push(d);
+                }
             }
         }
         Ok(out)
+    }
+
+    /// The stored forms a file the user names may have (see
+    /// [`crate::text::paths::lookup_forms`]), relative to this collection's project root.
+    pub fn file_forms(&self, path: &str) -> Result<Vec<String>> {
+        Ok(crate::text::paths::lookup_forms(path, self.meta()?.project_path.as_deref()))
     }
 }

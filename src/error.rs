@@ -127,6 +127,28 @@ pub enum Error {
     /// `limit(0)` was asked for.
     #[error("the search limit is 0; ask for at least one hit (e.g. `.limit(10)`, `--limit 10`)")]
     ZeroLimit,
+    /// More hits were asked for than a search returns.
+    #[error(
+        "the search limit {limit} is over the maximum of {max}; ask for fewer hits (e.g. `.limit(100)`, \
+         `--limit 100`) and narrow the search with filters"
+    )]
+    LimitTooLarge {
+        /// The limit asked for.
+        limit: usize,
+        /// The largest limit accepted.
+        max: usize,
+    },
+    /// The query text is longer than a search reads.
+    #[error(
+        "the search query is {bytes} bytes, over the maximum of {max}; search for the distinctive part \
+         (an error's first line, an identifier, a phrase in quotes)"
+    )]
+    QueryTooLong {
+        /// Length of the query given, in bytes.
+        bytes: usize,
+        /// The longest query accepted, in bytes.
+        max: usize,
+    },
     /// `since` is after `until`.
     #[error("the time range is inverted: since {since} is after until {until}; swap them")]
     InvertedTimeRange {
@@ -134,6 +156,19 @@ pub enum Error {
         since: String,
         /// Upper bound given (RFC 3339).
         until: String,
+    },
+    /// A collection's store is damaged (a file changed outside convdex, a disk error) and redb
+    /// could not repair it.
+    #[error(
+        "collection file {path} is damaged ({reason}); the other collections still work. Run \
+         `convdex doctor --repair` to rebuild it: documents are salvaged where readable, sessions \
+         whose transcripts still exist are indexed again, and what could not be recovered is listed"
+    )]
+    Damaged {
+        /// The damaged file.
+        path: PathBuf,
+        /// What was found.
+        reason: String,
     },
     /// The lexical (full-text) index failed.
     #[error(
@@ -170,6 +205,23 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// True when a collection's files, not the request, are at fault (damaged, unreadable,
+    /// busy in another process): front ends that read several collections skip that one,
+    /// report it, and answer from the others.
+    pub fn is_collection_fault(&self) -> bool {
+        matches!(
+            self,
+            Error::Damaged { .. }
+                | Error::Storage(_)
+                | Error::Lexical { .. }
+                | Error::Io { .. }
+                | Error::InUse { .. }
+                | Error::Codec { .. }
+                | Error::FormatVersion { .. }
+                | Error::ModelMismatch { .. }
+        )
+    }
+
     /// Wraps an I/O error with the path it happened on.
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }

@@ -54,9 +54,14 @@ impl Collection {
     /// Deletes every document of a session together with its embedding-cache rows and ingest
     /// state, and records a tombstone so that indexing skips the session unless forced
     /// ([`crate::IndexOptions::force`]). One transaction. The text stays in freed pages of the
-    /// files until [`Index::compact`] rewrites them.
+    /// files until [`Index::compact`] rewrites them, which happens at the latest the next time
+    /// the collection is opened (a pending compaction is recorded first, so a process killed
+    /// in between cannot leave the text behind).
     pub fn forget_session(&self, session_id: &str) -> Result<ForgetReport> {
         let model = self.embedder.model_id().to_string();
+        // Before anything is deleted: should this process die before the compaction that
+        // scrubs the freed pages, the next open of the collection compacts it.
+        mark_compaction_pending(self.dir())?;
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let tx = self.db.begin_write()?;
         let mut report = ForgetReport::default();
@@ -98,20 +103,6 @@ impl Collection {
             out.push((k.value().to_string(), DateTime::from_timestamp_millis(v.value()).unwrap_or_default()));
         }
         Ok(out)
-    }
-
-    /// Removes a session's tombstone (a forced re-index does this).
-    pub(crate) fn unforget(&self, session_id: &str) -> Result<bool> {
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let tx = self.db.begin_write()?;
-        let had = tx.open_table(FORGOTTEN)?.remove(session_id)?.is_some();
-        // Nothing removed: no commit, so importing never pays a durable write for this.
-        if had {
-            tx.commit()?
-        } else {
-            tx.abort()?
-        }
-        Ok(had)
     }
 }
 
@@ -170,6 +161,51 @@ fn rewrite_store(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+const COMPACT_PENDING: &str = "COMPACT_PENDING";
+
+fn mark_compaction_pending(dir: &Path) -> Result<()> {
+    let path = dir.join(COMPACT_PENDING);
+    let f = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+    f.sync_all().map_err(|e| Error::io(&path, e))?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// True when a `forget` deleted documents and the compaction that scrubs them has not
+/// finished.
+pub(crate) fn compaction_pending(dir: &Path) -> bool {
+    dir.join(COMPACT_PENDING).exists()
+}
+
+/// Rewrites the store of the (closed) collection in `dir` from its live rows and deletes its
+/// derived indexes, which the next open rebuilds; then clears the pending mark. Safe to run
+/// again after an interruption at any point.
+pub(crate) fn compact_dir(dir: &Path, lock_wait: std::time::Duration) -> Result<()> {
+    let _lock = acquire_lock(dir, lock_wait)?;
+    match std::panic::catch_unwind(|| rewrite_store(dir)) {
+        Ok(r) => r?,
+        Err(p) => {
+            return Err(Error::Damaged {
+                path: dir.join("data.redb"),
+                reason: crate::store::seal::panic_message(p.as_ref()),
+            });
+        }
+    }
+    for derived in ["vectors", "lexical"] {
+        let p = dir.join(derived);
+        if p.exists() {
+            std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
+        }
+    }
+    let marker = dir.join(COMPACT_PENDING);
+    match std::fs::remove_file(&marker) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(&marker, e)),
+        _ => Ok(()),
+    }
+}
+
 impl Index {
     /// Compacts a collection so that no byte of deleted documents survives in its files: copies
     /// every live row into a fresh redb file that replaces the old one, deletes the graph and
@@ -191,16 +227,7 @@ impl Index {
             return Err(Error::InUse { path: dir, holder: format!("{} (this process)", std::process::id()) });
         }
         let bytes_before = dir_size(&dir);
-        {
-            let _lock = acquire_lock(&dir, self.options().collection.lock_wait)?;
-            rewrite_store(&dir)?;
-            for derived in ["vectors", "lexical"] {
-                let p = dir.join(derived);
-                if p.exists() {
-                    std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
-                }
-            }
-        }
+        compact_dir(&dir, self.options().collection.lock_wait)?;
         // Reopening rebuilds the graph and the lexical index; dropping it persists them.
         let coll = self.collection(&tenant, &project)?;
         coll.flush()?;

@@ -104,6 +104,13 @@ impl Index {
     /// Opens (creating if needed) a data directory.
     pub fn open(root: impl AsRef<Path>, options: Options) -> Result<Index> {
         let root = root.as_ref().to_path_buf();
+        if root.exists() && !root.is_dir() {
+            return Err(Error::InvalidArgument(format!(
+                "the data directory {} is a file, not a directory; pass --data-dir (or set CONVDEX_DATA_DIR) \
+                 naming a directory, or move the file away",
+                root.display()
+            )));
+        }
         std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
         let embedder = OnceLock::new();
         if let Some(e) = &options.embedder {
@@ -152,6 +159,11 @@ impl Index {
             return Ok(c);
         }
         let dir = self.root.join(&name);
+        // A `forget` that was interrupted before its compaction finished: finish it first, so
+        // no forgotten text outlives the next open.
+        if crate::forget::compaction_pending(&dir) {
+            crate::forget::compact_dir(&dir, self.options.collection.lock_wait)?;
+        }
         let meta = CollectionMeta {
             tenant: tenant.clone(),
             project: project.clone(),
@@ -159,33 +171,131 @@ impl Index {
             last_indexed_at_ms: None,
         };
         let coll = Arc::new(Collection::open(&dir, &name, meta, self.embedder()?, self.options.collection.clone())?);
+        // `collection.json` is derived (it lets `collections` list without opening): written when
+        // missing, unreadable or wrong, atomically.
+        let info = CollectionInfo { tenant, project, name: name.clone(), dir: PathBuf::new() };
         let identity = dir.join(IDENTITY_FILE);
-        if !identity.exists() {
-            let info = CollectionInfo { tenant, project, name: name.clone(), dir: PathBuf::new() };
-            let text = serde_json::to_string(&info).map_err(|e| Error::io(&identity, std::io::Error::other(e)))?;
-            std::fs::write(&identity, text).map_err(|e| Error::io(&identity, e))?;
+        let current =
+            std::fs::read_to_string(&identity).ok().and_then(|t| serde_json::from_str::<CollectionInfo>(&t).ok());
+        if current.as_ref() != Some(&info) {
+            write_identity(&dir, &info)?;
         }
         open.insert(name, Arc::downgrade(&coll));
         Ok(coll)
     }
 
-    /// The collections in this data directory, sorted by name.
+    /// The collections in this data directory, sorted by name. A collection whose
+    /// `collection.json` is missing or unreadable is identified from its store (and the file
+    /// written again), else from its directory name.
     pub fn collections(&self) -> Result<Vec<CollectionInfo>> {
         let mut out = Vec::new();
         let rd = std::fs::read_dir(&self.root).map_err(|e| Error::io(&self.root, e))?;
         for entry in rd.flatten() {
             let dir = entry.path();
-            let Ok(text) = std::fs::read_to_string(dir.join(IDENTITY_FILE)) else { continue };
-            let Ok(mut info) = serde_json::from_str::<CollectionInfo>(&text) else { continue };
             if !dir.join("data.redb").exists() {
                 continue;
             }
-            info.dir = dir;
-            out.push(info);
+            let listed = std::fs::read_to_string(dir.join(IDENTITY_FILE))
+                .ok()
+                .and_then(|text| serde_json::from_str::<CollectionInfo>(&text).ok())
+                .filter(|i| validate_name("tenant", &i.tenant).is_ok() && validate_name("project", &i.project).is_ok());
+            let info = match listed {
+                Some(i) => Some(i),
+                None => {
+                    let recovered = identity_from_store(&dir).or_else(|| identity_from_dir_name(&dir));
+                    if let Some(i) = &recovered {
+                        let _ = write_identity(&dir, i);
+                    }
+                    recovered
+                }
+            };
+            if let Some(mut info) = info {
+                info.dir = dir;
+                out.push(info);
+            }
         }
         out.sort();
         Ok(out)
     }
+
+    /// Opens every collection (or those of one project: its exact name, or its name followed
+    /// by a `-` suffix that [`crate::index_paths`] adds to tell apart projects of the same name).
+    /// A collection that cannot be opened (busy in another process, damaged) does not stop the
+    /// others: it is returned in [`Opened::skipped`] with the reason.
+    pub fn open_collections(&self, project: Option<&str>) -> Result<Opened> {
+        let project = project.map(crate::normalize_name);
+        let mut out = Opened::default();
+        for info in self.collections()? {
+            if project.as_deref().is_some_and(|p| info.project != p && !info.project.starts_with(&format!("{p}-"))) {
+                continue;
+            }
+            match self.collection(&info.tenant, &info.project) {
+                Ok(c) => out.collections.push((info, c)),
+                Err(error) => out.skipped.push(Skipped { info, error }),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Collections opened by [`Index::open_collections`].
+#[derive(Debug, Default)]
+pub struct Opened {
+    /// The collections that opened, sorted by name.
+    pub collections: Vec<(CollectionInfo, Arc<Collection>)>,
+    /// The ones that did not, with why.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A collection that could not be opened.
+#[derive(Debug)]
+pub struct Skipped {
+    /// Which one.
+    pub info: CollectionInfo,
+    /// Why (e.g. [`Error::InUse`], [`Error::Damaged`]).
+    pub error: Error,
+}
+
+impl std::fmt::Display for Skipped {
+    /// `skipped collection <name>: <error>`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "skipped collection {}: {}", self.info.name, self.error)
+    }
+}
+
+fn write_identity(dir: &Path, info: &CollectionInfo) -> Result<()> {
+    let identity = dir.join(IDENTITY_FILE);
+    let tmp = dir.join(format!("{IDENTITY_FILE}.tmp"));
+    let bare = CollectionInfo { dir: PathBuf::new(), ..info.clone() };
+    let text = serde_json::to_string(&bare).map_err(|e| Error::io(&identity, std::io::Error::other(e)))?;
+    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, &identity).map_err(|e| Error::io(&identity, e))
+}
+
+/// Tenant and project from the store's metadata (read-only; `None` when the store is busy in
+/// another process or unreadable).
+fn identity_from_store(dir: &Path) -> Option<CollectionInfo> {
+    let path = dir.join("data.redb");
+    let read = std::panic::catch_unwind(|| -> Option<crate::collection::CollectionMeta> {
+        let db = redb::ReadOnlyDatabase::open(&path).ok()?;
+        crate::collection::read_meta(&db).ok()
+    });
+    let meta = read.ok().flatten()?;
+    let tenant = validate_name("tenant", &meta.tenant).ok()?;
+    let project = validate_name("project", &meta.project).ok()?;
+    let name = collection_name(&tenant, &project);
+    (dir.file_name()? == name.as_str()).then(|| CollectionInfo { tenant, project, name, dir: dir.to_path_buf() })
+}
+
+/// `<tenant>_<project>_conversations` split at the first `_` (a tenant with `_` in its name is
+/// misread; only used when both `collection.json` and the store are unreadable).
+fn identity_from_dir_name(dir: &Path) -> Option<CollectionInfo> {
+    let name = dir.file_name()?.to_str()?.to_string();
+    let stem = name.strip_suffix("_conversations")?;
+    let (tenant, project) = stem.split_once('_')?;
+    let tenant = validate_name("tenant", tenant).ok()?;
+    let project = validate_name("project", project).ok()?;
+    Some(CollectionInfo { tenant, project, name, dir: dir.to_path_buf() })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::collection::Collection;
+use crate::collection::{Collection, SessionWrite};
 use crate::doc::{
     DecisionFields, DocBody, DocKind, Document, ExtractionMethod, FileAction, FileRef, MessageFields, Role,
     SummaryFields, now_millis,
@@ -97,6 +97,9 @@ pub struct IndexReport {
     pub collections: Vec<String>,
     /// Project folders skipped by exclusion rules.
     pub projects_excluded: usize,
+    /// Sessions, project folders and paths that could not be indexed, and why. The run went on
+    /// without them; the next run tries them again.
+    pub failures: Vec<Failure>,
     /// Wall time.
     #[serde(skip)]
     pub elapsed: Duration,
@@ -108,7 +111,7 @@ impl std::fmt::Display for IndexReport {
         write!(
             f,
             "sessions: {} new, {} appended, {} re-indexed, {} unchanged, {} forgotten; {} messages, {} decisions, {} chunks \
-             ({} embedded); {} lines skipped; redactions: {:?}; {:.1} s",
+             ({} embedded); {} lines skipped; {} failed; redactions: {:?}; {:.1} s",
             self.sessions_new,
             self.sessions_appended,
             self.sessions_reindexed,
@@ -119,9 +122,32 @@ impl std::fmt::Display for IndexReport {
             self.chunks,
             self.embedded,
             self.skipped_lines.len(),
+            self.failures.len(),
             self.redactions,
             self.elapsed.as_secs_f64()
         )
+    }
+}
+
+/// Something an indexing run could not do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Failure {
+    /// The file or folder.
+    pub path: PathBuf,
+    /// The session, when one session failed.
+    pub session: Option<String>,
+    /// What went wrong and, where there is one, the fix.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Failure {
+    /// `<path> (session <id>): <reason>`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(s) = &self.session {
+            write!(f, " (session {s})")?;
+        }
+        write!(f, ": {}", self.reason)
     }
 }
 
@@ -202,6 +228,13 @@ fn peek_field(path: &Path, field: &str) -> Option<String> {
 /// Finds the session files under `path`: a projects root, one project folder, or one file.
 pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
     if path.is_file() {
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            return Err(Error::InvalidArgument(format!(
+                "{} is not a Claude Code transcript (a `.jsonl` session file); give a projects root \
+                 (~/.claude/projects), one project folder, or one session file",
+                path.display()
+            )));
+        }
         let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session").to_string();
         let mut s = SessionFiles { id: id.clone(), main: Some(path.to_path_buf()), subagents: vec![] };
@@ -345,22 +378,30 @@ fn project_path(folder: &ProjectFolder) -> Option<String> {
             *counts.entry(cwd).or_default() += 1;
         }
     }
-    if let Some(exact) = counts.keys().find(|c| encode_project_dir(c).eq_ignore_ascii_case(&name)) {
-        return Some(exact.clone());
-    }
-    counts.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(c, _)| c)
+    // Deterministic: several paths can encode to the folder's name (`/a/b-c`, `/a/b/c`); the most
+    // frequent wins, then the smallest. (A different pick between runs would open another
+    // collection for the same project.)
+    let best = |it: &mut dyn Iterator<Item = (&String, &usize)>| {
+        it.max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(c, _)| c.clone())
+    };
+    best(&mut counts.iter().filter(|(c, _)| encode_project_dir(c).eq_ignore_ascii_case(&name)))
+        .or_else(|| best(&mut counts.iter()))
 }
 
-/// A valid collection name part from free text: lower-cased, other characters → `-`.
+/// A valid collection name part from free text: lower-cased letters and digits of any script
+/// kept (`AI科普画册` → `ai科普画册`), other characters → `-`, at most 48 bytes.
 pub fn normalize_name(raw: &str) -> String {
-    let s: String = raw
-        .to_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' { c } else { '-' })
-        .collect();
-    let s = s.trim_matches(|c| c == '-' || c == '_').to_string();
-    let s: String = s.chars().take(48).collect();
-    if s.is_empty() { "project".into() } else { s }
+    let s: String = raw.to_lowercase().chars().map(|c| if c.is_alphanumeric() || c == '_' { c } else { '-' }).collect();
+    let s = s.trim_matches(|c| c == '-' || c == '_');
+    let mut out = String::new();
+    for c in s.chars() {
+        if out.len() + c.len_utf8() > 48 {
+            break;
+        }
+        out.push(c);
+    }
+    let out = out.trim_end_matches(['-', '_']).to_string();
+    if out.is_empty() { "project".into() } else { out }
 }
 
 /// The default tenant: the OS user (`$USER`, `$USERNAME`), normalised, else `local`.
@@ -403,8 +444,17 @@ pub fn index_paths_with_progress(
     let mut report = IndexReport::default();
     let tenant = options.tenant.clone().unwrap_or_else(default_tenant);
     let mut folders = Vec::new();
+    let mut first_error = None;
     for path in paths {
-        for folder in discover(path)? {
+        let found = match discover(path) {
+            Ok(f) => f,
+            Err(e) => {
+                report.failures.push(Failure { path: path.clone(), session: None, reason: e.to_string() });
+                first_error.get_or_insert(e);
+                continue;
+            }
+        };
+        for folder in found {
             let name = folder.dir.to_string_lossy().to_lowercase();
             let path = project_path(&folder).unwrap_or_default().to_lowercase();
             let excluded = AUTOMATED_PROJECT_MARKERS.iter().any(|m| name.contains(m) || path.contains(m))
@@ -419,13 +469,23 @@ pub fn index_paths_with_progress(
             }
         }
     }
+    // Nothing to index because every path given is wrong: that is an error, not a report.
+    if let Some(e) = first_error
+        && report.failures.len() == paths.len()
+    {
+        return Err(e);
+    }
     let total = folders.iter().map(|f| f.sessions.len()).sum();
     let mut done = 0;
     for folder in &folders {
-        index_folder(index, &tenant, folder, options, &mut report, &mut |session| {
+        // One project that cannot be written (busy, damaged, unreadable) does not stop the others.
+        let r = index_folder(index, &tenant, folder, options, &mut report, &mut |session| {
             done += 1;
             progress(Progress { done, total, session });
-        })?;
+        });
+        if let Err(e) = r {
+            report.failures.push(Failure { path: folder.dir.clone(), session: None, reason: e.to_string() });
+        }
     }
     report.collections.sort();
     report.collections.dedup();
@@ -478,7 +538,16 @@ fn index_folder(
     let root = coll.meta()?.project_path.unwrap_or_default();
     report.collections.push(coll.name().to_string());
     for s in sessions {
-        index_session(&coll, &root, s, options, report)?;
+        // A session that cannot be read or written is reported and skipped; its fingerprint is
+        // not stored, so the next run tries it again.
+        if let Err(e) = coll.guarded(|c| index_session(c, &root, s, options, report)) {
+            let path = s.main.clone().or_else(|| s.subagents.first().map(|x| x.0.clone())).unwrap_or_default();
+            let fatal = matches!(e, Error::Damaged { .. } | Error::InUse { .. });
+            report.failures.push(Failure { path, session: Some(s.id.clone()), reason: e.to_string() });
+            if fatal {
+                return Ok(());
+            }
+        }
         tick(&s.id);
     }
     crate::life::relink(&coll)?;
@@ -500,12 +569,10 @@ fn index_session(
         .map(|p| (p, None))
         .chain(s.subagents.iter().map(|(p, t)| (p, Some(t.as_deref().unwrap_or("subagent")))))
         .collect();
-    if coll.is_forgotten(&s.id)? {
-        if !options.force {
-            report.sessions_forgotten += 1;
-            return Ok(());
-        }
-        coll.unforget(&s.id)?;
+    let forgotten = coll.is_forgotten(&s.id)?;
+    if forgotten && !options.force {
+        report.sessions_forgotten += 1;
+        return Ok(());
     }
     let previous: Option<SessionState> = coll.session_state(&s.id)?;
     let stats: Vec<Option<(u64, i64)>> = files.iter().map(|(p, _)| file_state(p)).collect();
@@ -551,9 +618,6 @@ fn index_session(
     if let Some(prev) = &previous {
         appended &= prev.files.iter().all(|old| parsed.iter().any(|(_, _, st)| st.path == old.path));
     }
-    if previous.is_some() && !appended {
-        coll.delete_session(&s.id)?;
-    }
     let mut docs = documents(&s.id, root, &parsed, report);
     let decisions = decision_documents(&docs);
     docs.extend(decisions);
@@ -570,23 +634,29 @@ fn index_session(
         }
         fresh.push(d);
     }
+    let state = SessionState {
+        files: parsed.iter().map(|(_, _, st)| st.clone()).collect(),
+        messages: parsed.iter().map(|(pf, _, _)| pf.messages.len()).sum(),
+    };
+    // One transaction: a re-indexed session's old documents go, its new documents and its
+    // fingerprint come, and its tombstone (when forced) goes, or none of it happens.
+    let r = coll.write_session(SessionWrite {
+        session_id: &s.id,
+        replace: !appended,
+        docs: &fresh,
+        state: Some((s.id.clone(), crate::store::codec::encode(&state))),
+        unforget: forgotten,
+    })?;
+    report.chunks += r.chunks;
+    report.embedded += r.embedded;
     report.messages += fresh.iter().filter(|d| d.kind() == DocKind::Message).count();
     report.decisions += fresh.iter().filter(|d| d.kind() == DocKind::Decision).count();
-    for batch in fresh.chunks(256) {
-        let r = coll.add(batch)?;
-        report.chunks += r.chunks;
-        report.embedded += r.embedded;
-    }
     match (&previous, appended) {
         (None, _) => report.sessions_new += 1,
         (Some(_), true) => report.sessions_appended += 1,
         (Some(_), false) => report.sessions_reindexed += 1,
     }
-    let state = SessionState {
-        files: parsed.iter().map(|(_, _, st)| st.clone()).collect(),
-        messages: parsed.iter().map(|(pf, _, _)| pf.messages.len()).sum(),
-    };
-    coll.put_session_state(&s.id, &state)
+    Ok(())
 }
 
 /// Text for a message that only made tool calls: what it did to which files.
@@ -835,10 +905,6 @@ impl Collection {
     fn session_state(&self, id: &str) -> Result<Option<SessionState>> {
         self.get_session_bytes(id)?.map(|b| crate::store::codec::decode("session state", &b)).transpose()
     }
-
-    fn put_session_state(&self, id: &str, state: &SessionState) -> Result<()> {
-        self.put_session_bytes(id, &crate::store::codec::encode(state))
-    }
 }
 
 /// Result of importing structured conversations.
@@ -876,8 +942,6 @@ pub fn import_conversations(
 ) -> Result<ImportReport> {
     let mut report = ImportReport::default();
     for c in conversations {
-        coll.delete_session(&c.id)?;
-        coll.unforget(&c.id)?;
         let mut tags: Vec<String> = c.tags.iter().map(|t| t.to_lowercase()).collect();
         tags.push(format!("source:{}", c.source.to_lowercase()));
         tags.sort();
@@ -906,9 +970,6 @@ pub fn import_conversations(
                 }),
             })
             .collect();
-        for batch in docs.chunks(256) {
-            coll.add(batch)?;
-        }
         let header = ImportHeader {
             source: c.source.clone(),
             people: c.people.clone(),
@@ -916,7 +977,14 @@ pub fn import_conversations(
             tags: c.tags.clone(),
             metadata: c.metadata.clone(),
         };
-        coll.put_session_bytes(&import_key(&c.id), &crate::store::codec::encode(&header))?;
+        // The conversation replaces any earlier import of it, with its header, in one transaction.
+        coll.write_session(SessionWrite {
+            session_id: &c.id,
+            replace: true,
+            docs: &docs,
+            state: Some((import_key(&c.id), crate::store::codec::encode(&header))),
+            unforget: true,
+        })?;
         report.conversations += 1;
         report.messages += docs.len();
     }

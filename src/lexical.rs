@@ -25,6 +25,9 @@ use crate::docset::DocSet;
 use crate::error::{Error, Result};
 
 const TOKENIZER: &str = "convdex";
+/// Most optional terms one query keeps (a quarter as many identifiers and required terms, an
+/// eighth as many phrases); the rest of a very long query is ignored.
+pub const MAX_CLAUSES: usize = 128;
 /// Bumped when the schema or the tokenizer changes: an index of another version is rebuilt.
 const FORMAT: &str = "lexical-1";
 
@@ -257,8 +260,12 @@ impl LexicalQuery {
             }
             if t.position_length > 1 {
                 // Identifier or path, written whole: its parts must match in order.
-                let parts: Vec<(usize, String)> =
-                    toks[k + 1..k + 1 + t.position_length].iter().map(|p| (p.position, p.text.clone())).collect();
+                let parts: Vec<(usize, String)> = toks
+                    .get(k + 1..k + 1 + t.position_length)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|p| (p.position, p.text.clone()))
+                    .collect();
                 if !q.identifiers.iter().any(|(w, _)| *w == t.text) {
                     q.identifiers.push((t.text.clone(), parts));
                 }
@@ -277,6 +284,11 @@ impl LexicalQuery {
                 q.optional.push(t.text.clone());
             }
         }
+        // A pasted page of text is still one bounded query.
+        q.phrases.truncate(MAX_CLAUSES / 8);
+        q.identifiers.truncate(MAX_CLAUSES / 4);
+        q.required.truncate(MAX_CLAUSES / 4);
+        q.optional.truncate(MAX_CLAUSES);
         q
     }
 
@@ -310,8 +322,9 @@ pub struct Lexical {
 pub(crate) enum Opened {
     /// Its last commit reflects this store generation.
     At(u64),
-    /// Missing, unreadable, or of another format: create a fresh one.
-    Fresh(String),
+    /// Missing, unreadable, damaged, or of another format: a fresh one was created, to be
+    /// filled from the store.
+    Fresh(crate::collection::RebuildReason),
 }
 
 fn schema() -> (Schema, Field, Field) {
@@ -333,7 +346,11 @@ fn tantivy_err(path: &Path, e: impl std::fmt::Display) -> Error {
 impl Lexical {
     /// Opens (or creates) the index in `dir`. The returned state says which generation it
     /// reflects; a fresh index is empty.
-    pub(crate) fn open(dir: &Path) -> Result<(Lexical, Opened)> {
+    /// Opens (creating if needed) the index in `dir`. `verify`: check every file's checksum
+    /// first (after a crash or an outside change); a damaged or unreadable index is replaced by
+    /// an empty one ([`Opened::Fresh`]) for the caller to fill from the store.
+    pub(crate) fn open(dir: &Path, verify: bool) -> Result<(Lexical, Opened)> {
+        use crate::collection::RebuildReason;
         let existing = dir.join("meta.json").exists();
         let attempt = || -> std::result::Result<(Index, Option<String>), String> {
             std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
@@ -342,6 +359,14 @@ impl Lexical {
             } else {
                 Index::create_in_dir(dir, schema().0).map_err(|e| e.to_string())?
             };
+            if existing && verify {
+                let damaged = index.validate_checksum().map_err(|e| e.to_string())?;
+                if !damaged.is_empty() {
+                    let mut names: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
+                    names.sort();
+                    return Err(format!("damaged files: {}", names.join(", ")));
+                }
+            }
             let payload = index.load_metas().map_err(|e| e.to_string())?.payload;
             Ok((index, payload))
         };
@@ -356,22 +381,39 @@ impl Lexical {
                     Some(g) if index.schema() == schema().0 => (index, Opened::At(g)),
                     _ => {
                         drop(index);
-                        (Self::recreate(dir)?, Opened::Fresh("another format".into()))
+                        (Self::recreate_index(dir)?, Opened::Fresh(RebuildReason::Corrupt("another format".into())))
                     }
                 }
             }
-            Ok((index, _)) => (index, Opened::Fresh("missing".into())),
-            Err(why) => (Self::recreate(dir)?, Opened::Fresh(why)),
+            Ok((index, _)) => (index, Opened::Fresh(RebuildReason::Missing)),
+            Err(why) => (Self::recreate_index(dir)?, Opened::Fresh(RebuildReason::Corrupt(why))),
         };
+        match Self::from_index(dir, index) {
+            Ok(l) => Ok((l, opened)),
+            // Opened, but a segment is unreadable (a truncated file): start afresh.
+            Err(Error::Lexical { reason, .. }) => {
+                Ok((Self::recreate(dir)?, Opened::Fresh(RebuildReason::Corrupt(reason))))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn from_index(dir: &Path, index: Index) -> Result<Lexical> {
         index.tokenizers().register(TOKENIZER, analyzer());
         let (_, doc, text) = schema();
         let writer = index.writer_with_num_threads(1, 32_000_000).map_err(|e| tantivy_err(dir, e))?;
         let reader =
             index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(|e| tantivy_err(dir, e))?;
-        Ok((Lexical { dir: dir.to_path_buf(), writer: std::sync::Mutex::new(writer), reader, doc, text }, opened))
+        Ok(Lexical { dir: dir.to_path_buf(), writer: std::sync::Mutex::new(writer), reader, doc, text })
     }
 
-    fn recreate(dir: &Path) -> Result<Index> {
+    /// Deletes whatever is in `dir` and opens an empty index there.
+    pub(crate) fn recreate(dir: &Path) -> Result<Lexical> {
+        let index = Self::recreate_index(dir)?;
+        Self::from_index(dir, index)
+    }
+
+    fn recreate_index(dir: &Path) -> Result<Index> {
         if dir.exists() {
             std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
@@ -460,6 +502,8 @@ impl Lexical {
         }
         let query = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();
+        // tantivy allocates for `limit` hits up front: never more than there are documents.
+        let limit = limit.min(searcher.num_docs().max(1) as usize);
         let top = TopDocs::with_limit(limit).order_by_score();
         let hits = match allowed {
             Some(set) => {

@@ -90,12 +90,14 @@ pub use doc::{
 pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder};
 pub use error::{Error, Result};
 pub use forget::{CompactReport, ForgetReport};
-pub use index::{CollectionInfo, Index, Options, collection_name, validate_name};
+pub use index::{CollectionInfo, Index, Opened, Options, Skipped, collection_name, validate_name};
 pub use indexer::{
     Config, ImportReport, IndexOptions, IndexReport, Progress, SessionRuns, default_tenant, encode_project_dir,
     import_conversations, index_paths, index_paths_with_progress, normalize_name, read_conversation, runs_in,
 };
-pub use search::{Context, Fusion, Hit, Hits, Plan, PlanPath, SearchBuilder, SearchMode, Signals};
+pub use search::{
+    Context, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES, Plan, PlanPath, SearchBuilder, SearchMode, Signals,
+};
 
 /// The README's code blocks, compiled as doctests so the README stays true.
 #[doc = include_str!("../README.md")]

@@ -266,6 +266,20 @@ enum ModelsAction {
     },
 }
 
+/// Problems reported during a command that still finished: the process exits with
+/// [`EXIT_PROBLEMS`] instead of 0.
+static PROBLEMS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Exit code of a command that finished but skipped something (a damaged or busy collection, a
+/// session that could not be read): distinct from success (0), failure (1) and usage errors (2).
+const EXIT_PROBLEMS: u8 = 3;
+
+/// Prints `warning: <message>` to stderr and records a problem.
+fn problem(message: String) {
+    eprintln!("warning: {message}");
+    PROBLEMS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
 fn data_dir(cli: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
     match cli {
         Some(d) => Ok(d.clone()),
@@ -341,7 +355,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let index = Index::open(&dir, Options::default())?;
             let before = before.as_deref().map(|s| ops::parse_time(s, false)).transpose()?;
             let req = ops::ForgetRequest { session, project, before, dry_run };
-            let (gone, touched) = ops::forget(&index, &req)?;
+            let (gone, touched) = ops::forget(&index, &req, &mut problem)?;
             let mut compacted = Vec::new();
             if !dry_run && !no_compact {
                 for (tenant, project) in &touched {
@@ -373,7 +387,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     println!("{c}");
                 }
                 if !dry_run && !gone.is_empty() && no_compact {
-                    println!("run `convdex compact` to remove the deleted text from the files");
+                    println!(
+                        "the deleted text stays in freed pages until `convdex compact` (or the next time the \
+                         collection is opened)"
+                    );
                 }
             }
         }
@@ -383,7 +400,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let mut reports = Vec::new();
             for info in index.collections()? {
                 if want.as_deref().is_none_or(|p| info.project == p) {
-                    reports.push(index.compact(&info.tenant, &info.project)?);
+                    match index.compact(&info.tenant, &info.project) {
+                        Ok(r) => reports.push(r),
+                        Err(e) if e.is_collection_fault() => problem(format!("skipped collection {}: {e}", info.name)),
+                        Err(e) => return Err(e.into()),
+                    }
                 }
             }
             if let (true, Some(p)) = (reports.is_empty(), want) {
@@ -426,6 +447,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
+            for f in &report.failures {
+                problem(format!("not indexed: {f}"));
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -440,6 +464,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Import { file, project, tenant, json } => {
             let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let (good, bad) = convdex::ingest::structured::parse(&bytes);
+            if good.is_empty() {
+                for b in &bad {
+                    eprintln!("skipped document {} ({}): {}", b.index, b.id.as_deref().unwrap_or("no id"), b.message);
+                }
+                anyhow::bail!(
+                    "nothing to import from {}: {} (expected structured conversations: one JSON document, an \
+                     array, or JSON Lines; see `convdex import --help`)",
+                    file.display(),
+                    if bad.is_empty() {
+                        "no document found".to_string()
+                    } else {
+                        format!("{} invalid documents", bad.len())
+                    }
+                );
+            }
             let project = project.unwrap_or_else(|| {
                 convdex::normalize_name(&file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
             });
@@ -449,6 +488,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let mut report = convdex::import_conversations(&coll, &good)?;
             report.invalid = bad;
             coll.flush()?;
+            if !report.invalid.is_empty() {
+                PROBLEMS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -467,7 +509,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Decisions { project, file, since, tag, all, json } => {
             let index = Index::open(&dir, Options::default())?;
             let since = since.as_deref().map(|s| ops::parse_time(s, false)).transpose()?;
-            let rows = ops::decisions(&index, &ops::DecisionFilter { project, file, since, tag, all })?;
+            let rows = ops::decisions(&index, &ops::DecisionFilter { project, file, since, tag, all }, &mut problem)?;
             if json {
                 let v: Vec<_> = rows.iter().map(|(p, d)| ops::decision_json(p, d)).collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);
@@ -490,16 +532,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Blame { path, project, json } => {
             let index = Index::open(&dir, Options::default())?;
             let mut sessions: Vec<(String, String, chrono::DateTime<chrono::Utc>, Vec<convdex::Document>)> = Vec::new();
-            for (info, c) in ops::collections(&index, project.as_deref())? {
+            let colls = ops::collections(&index, project.as_deref(), &mut problem)?;
+            let mut forms: Vec<String> = Vec::new();
+            let per = ops::each(&colls, &mut problem, |info, c| {
+                forms.extend(c.file_forms(&path)?);
                 let mut by_session: std::collections::BTreeMap<String, Vec<convdex::Document>> = Default::default();
                 for d in c.documents_for_file(&path)? {
                     by_session.entry(d.session_id.clone()).or_default().push(d);
                 }
+                Ok((info.project.clone(), by_session))
+            })?;
+            for (project, by_session) in per {
                 for (s, docs) in by_session {
                     let last = docs.iter().map(|d| d.timestamp).max().unwrap_or_default();
-                    sessions.push((info.project.clone(), s, last, docs));
+                    sessions.push((project.clone(), s, last, docs));
                 }
             }
+            let path_matches = |p: &str| forms.iter().any(|f| f == p);
             sessions.sort_by_key(|s| std::cmp::Reverse(s.2));
             if json {
                 let v: Vec<_> = sessions
@@ -507,7 +556,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     .map(|(p, s, t, docs)| {
                         serde_json::json!({
                             "project": p, "session": s, "last": t.to_rfc3339(),
-                            "actions": docs.iter().filter(|d| d.kind() == DocKind::Message).flat_map(|d| d.files_discussed.iter().filter(|f| f.path == path).map(|f| f.action.as_str())).collect::<std::collections::BTreeSet<_>>(),
+                            "actions": docs.iter().filter(|d| d.kind() == DocKind::Message).flat_map(|d| d.files_discussed.iter().filter(|f| path_matches(&f.path)).map(|f| f.action.as_str())).collect::<std::collections::BTreeSet<_>>(),
                             "decisions": docs.iter().filter(|d| d.kind() == DocKind::Decision).map(|d| ops::decision_json(p, d)).collect::<Vec<_>>(),
                             "commits": docs.iter().flat_map(|d| d.commits_made.iter().map(|c| format!("{} {}", c.sha, c.message))).collect::<std::collections::BTreeSet<_>>(),
                         })
@@ -520,7 +569,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 for (p, s, t, docs) in &sessions {
                     let actions: std::collections::BTreeSet<&str> = docs
                         .iter()
-                        .flat_map(|d| d.files_discussed.iter().filter(|f| f.path == path).map(|f| f.action.as_str()))
+                        .flat_map(|d| {
+                            d.files_discussed.iter().filter(|f| path_matches(&f.path)).map(|f| f.action.as_str())
+                        })
                         .collect();
                     println!(
                         "{}  {}  {}  [{}]",
@@ -546,7 +597,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Handoff { project, json } => {
             let index = Index::open(&dir, Options::default())?;
-            let (project, brief) = ops::handoff(&index, project.as_deref())?;
+            let (project, brief) = ops::handoff(&index, project.as_deref(), &mut problem)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&serde_json::json!({"project": project, "brief": brief}))?);
             } else {
@@ -555,7 +606,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Session { id, project, json } => {
             let index = Index::open(&dir, Options::default())?;
-            let (info, coll, session) = ops::find_session(&index, &id, project.as_deref())?;
+            let (info, coll, session) = ops::find_session(&index, &id, project.as_deref(), &mut problem)?;
             let docs = coll.session_documents(&session)?;
             let summary = docs.iter().find(|d| d.kind() == DocKind::Summary);
             let messages: Vec<&convdex::Document> = docs.iter().filter(|d| d.kind() == DocKind::Message).collect();
@@ -621,7 +672,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 return Ok(());
             }
             let index = Index::open(&dir, Options::default())?;
-            let mut colls = ops::collections(&index, project.as_deref())?;
+            let mut colls = ops::collections(&index, project.as_deref(), &mut problem)?;
             if colls.len() != 1 {
                 let names: Vec<String> = colls.iter().map(|(i, _)| i.project.clone()).collect();
                 anyhow::bail!(
@@ -651,11 +702,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Stats { json } => {
             let index = Index::open(&dir, Options::default())?;
-            let mut rows = Vec::new();
-            for info in index.collections()? {
-                let c = index.collection(&info.tenant, &info.project)?;
-                rows.push((info, c.stats()?));
-            }
+            let colls = ops::collections(&index, None, &mut problem)?;
+            let rows = ops::each(&colls, &mut problem, |info, c| Ok((info.clone(), c.stats()?)))?;
             if json {
                 let v: Vec<_> = rows
                     .iter()
@@ -706,7 +754,7 @@ fn search(dir: &std::path::Path, a: SearchArgs) -> anyhow::Result<()> {
         mode: a.mode,
         limit: a.limit,
     };
-    let all = ops::search(&index, &request)?;
+    let all = ops::search(&index, &request, &mut problem)?;
     if a.json {
         let v: Vec<_> = all.iter().map(|(p, h)| ops::hit_json(p, h)).collect();
         println!("{}", serde_json::to_string_pretty(&v)?);
@@ -746,6 +794,7 @@ fn highlight(s: &str, color: bool) -> String {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
+        Ok(()) if PROBLEMS.load(std::sync::atomic::Ordering::SeqCst) > 0 => ExitCode::from(EXIT_PROBLEMS),
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -10,6 +10,12 @@ use crate::docset::DocSet;
 use crate::error::{Error, Result};
 use crate::store::tables::*;
 
+/// The most hits one search returns ([`SearchBuilder::limit`]); more is [`Error::LimitTooLarge`].
+pub const MAX_LIMIT: usize = 1000;
+/// The longest query text, in bytes; longer is [`Error::QueryTooLong`]. The model reads at most
+/// 256 tokens of it anyway.
+pub const MAX_QUERY_BYTES: usize = 8 * 1024;
+
 /// How a text query is matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SearchMode {
@@ -307,7 +313,7 @@ impl<'c> SearchBuilder<'c> {
     pub fn between(self, since: DateTime<Utc>, until: DateTime<Utc>) -> Self {
         self.since(since).until(until)
     }
-    /// Maximum number of hits. Default: 10.
+    /// Maximum number of hits, 1 to [`MAX_LIMIT`]. Default: 10.
     pub fn limit(mut self, n: usize) -> Self {
         self.limit = n;
         self
@@ -332,6 +338,14 @@ impl<'c> SearchBuilder<'c> {
         }
         if self.limit == 0 {
             return Err(Error::ZeroLimit);
+        }
+        if self.limit > MAX_LIMIT {
+            return Err(Error::LimitTooLarge { limit: self.limit, max: MAX_LIMIT });
+        }
+        if let Query::Text(t) = &self.query
+            && t.len() > MAX_QUERY_BYTES
+        {
+            return Err(Error::QueryTooLong { bytes: t.len(), max: MAX_QUERY_BYTES });
         }
         if let (Some(s), Some(u)) = (self.since, self.until)
             && s > u
@@ -433,24 +447,33 @@ impl<'c> SearchBuilder<'c> {
         }
         if !self.files.is_empty() || self.file_prefix.is_some() {
             let t = tx.open_multimap_table(IDX_FILE)?;
+            // Paths in whatever form they were typed (see `Collection::file_forms`).
+            let root = self.coll.meta()?.project_path;
             if !self.files.is_empty() {
                 let mut s = DocSet::new();
                 for f in &self.files {
-                    for id in t.get(f.as_str())? {
-                        s.insert(id?.value());
+                    for form in crate::text::paths::lookup_forms(f, root.as_deref()) {
+                        for id in t.get(form.as_str())? {
+                            s.insert(id?.value());
+                        }
                     }
                 }
                 and(s);
             }
             if let Some(p) = &self.file_prefix {
                 let mut s = DocSet::new();
-                for entry in t.range(p.as_str()..)? {
-                    let (k, ids) = entry?;
-                    if !k.value().starts_with(p.as_str()) {
-                        break;
-                    }
-                    for id in ids {
-                        s.insert(id?.value());
+                // A directory prefix keeps its `/` (`src/` must not match `srcx/`).
+                let dir = p.ends_with('/') || p.ends_with('\\');
+                for form in crate::text::paths::lookup_forms(p, root.as_deref()) {
+                    let form = if dir && !form.is_empty() && !form.ends_with('/') { format!("{form}/") } else { form };
+                    for entry in t.range(form.as_str()..)? {
+                        let (k, ids) = entry?;
+                        if !k.value().starts_with(form.as_str()) {
+                            break;
+                        }
+                        for id in ids {
+                            s.insert(id?.value());
+                        }
                     }
                 }
                 and(s);

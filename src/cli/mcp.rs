@@ -128,6 +128,14 @@ fn bounded(what: &str, v: Option<usize>, default: usize, max: usize) -> anyhow::
     }
 }
 
+/// A tool result with what was skipped (a damaged or busy collection) appended.
+fn with_notes(mut out: String, notes: &[String]) -> String {
+    for n in notes {
+        out.push_str(&format!("\nnote: {n}"));
+    }
+    out
+}
+
 fn short(id: &str) -> &str {
     convdex::text::prefix_chars(id, 8)
 }
@@ -159,11 +167,15 @@ impl Server {
                 file: p.file,
                 file_prefix: p.file_prefix,
             };
-            let hits = ops::search(&index, &request)?;
+            let mut notes = Vec::new();
+            let hits = ops::search(&index, &request, &mut |m| notes.push(m))?;
             if hits.is_empty() {
-                return Ok(format!(
-                    "no hits for {:?} ({:?} mode); try other words or fewer filters",
-                    request.query, request.mode
+                return Ok(with_notes(
+                    format!(
+                        "no hits for {:?} ({:?} mode); try other words or fewer filters",
+                        request.query, request.mode
+                    ),
+                    &notes,
                 ));
             }
             let mut out = format!("{} hits for {:?}:\n", hits.len(), request.query);
@@ -180,7 +192,7 @@ impl Server {
                     h.snippet.clone().unwrap_or_else(|| ops::snippet(&h.doc.content, 300)),
                 ));
             }
-            Ok(out)
+            Ok(with_notes(out, &notes))
         })
         .await
     }
@@ -199,9 +211,10 @@ impl Server {
                 tag: p.tag,
                 all: p.all.unwrap_or(false),
             };
-            let rows = ops::decisions(&index, &filter)?;
+            let mut notes = Vec::new();
+            let rows = ops::decisions(&index, &filter, &mut |m| notes.push(m))?;
             if rows.is_empty() {
-                return Ok("no decisions match".into());
+                return Ok(with_notes("no decisions match".into(), &notes));
             }
             let mut out = format!("{} decisions (showing {}):\n", rows.len(), rows.len().min(limit));
             for (project, d) in rows.iter().take(limit) {
@@ -225,7 +238,7 @@ impl Server {
                     out.push_str(&format!("  files: {}\n", files.join(", ")));
                 }
             }
-            Ok(out)
+            Ok(with_notes(out, &notes))
         })
         .await
     }
@@ -235,7 +248,12 @@ impl Server {
     )]
     async fn handoff(&self, Parameters(p): Parameters<HandoffParams>) -> ToolResult {
         let index = self.index.clone();
-        blocking(move || Ok(ops::handoff(&index, p.project.as_deref())?.1)).await
+        blocking(move || {
+            let mut notes = Vec::new();
+            let brief = ops::handoff(&index, p.project.as_deref(), &mut |m| notes.push(m))?.1;
+            Ok(with_notes(brief, &notes))
+        })
+        .await
     }
 
     #[tool(
@@ -246,7 +264,7 @@ impl Server {
         blocking(move || {
             let limit = bounded("limit", p.limit, 40, 200)?;
             let offset = p.offset.unwrap_or(0);
-            let (info, coll, session) = ops::find_session(&index, &p.id, p.project.as_deref())?;
+            let (info, coll, session) = ops::find_session(&index, &p.id, p.project.as_deref(), &mut |_| {})?;
             let docs = coll.session_documents(&session)?;
             let messages: Vec<&convdex::Document> = docs.iter().filter(|d| d.kind() == DocKind::Message).collect();
             let mut out = format!("project {} · session {session} · {} messages\n", info.project, messages.len());
@@ -299,6 +317,9 @@ impl Server {
             ops::apply_config(config.as_deref(), &mut options)?;
             let report = convdex::index_paths(&index, &[path], &options)?;
             let mut out = format!("{report}\ncollections: {}\n", report.collections.join(", "));
+            for f in &report.failures {
+                out.push_str(&format!("not indexed: {f}\n"));
+            }
             for (file, s) in report.skipped_lines.iter().take(10) {
                 out.push_str(&format!("skipped {}:{}: {}\n", file.display(), s.line, s.reason));
             }

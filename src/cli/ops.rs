@@ -8,24 +8,52 @@ use chrono::{DateTime, Utc};
 use convdex::{Collection, CollectionInfo, DocBody, DocKind, Document, Hit, Index, IndexOptions, SearchMode};
 use serde_json::{Value, json};
 
-/// The collections to read: one project's (matched by name or name prefix), or all.
-pub fn collections(index: &Index, project: Option<&str>) -> anyhow::Result<Vec<(CollectionInfo, Arc<Collection>)>> {
-    let project = project.map(convdex::normalize_name);
-    let mut out = Vec::new();
-    for info in index.collections()? {
-        if project.as_deref().is_some_and(|p| info.project != p && !info.project.starts_with(&format!("{p}-"))) {
-            continue;
-        }
-        let c = index.collection(&info.tenant, &info.project)?;
-        out.push((info, c));
+/// Where the front ends report what they skipped: the CLI prints a warning and exits with
+/// "done with problems"; the MCP server adds a note to the tool's result.
+pub type Warn<'a> = &'a mut dyn FnMut(String);
+
+/// The collections to read: one project's (matched by name or name prefix), or all. A
+/// collection that cannot be opened (busy, damaged) is reported through `warn` and left out;
+/// it is an error only when nothing could be opened.
+pub fn collections(
+    index: &Index,
+    project: Option<&str>,
+    warn: Warn<'_>,
+) -> anyhow::Result<Vec<(CollectionInfo, Arc<Collection>)>> {
+    let opened = index.open_collections(project)?;
+    if opened.collections.is_empty() && !opened.skipped.is_empty() {
+        let why: Vec<String> = opened.skipped.iter().map(ToString::to_string).collect();
+        anyhow::bail!("no collection could be opened:\n  {}", why.join("\n  "));
     }
-    if out.is_empty() {
-        match project {
+    for s in &opened.skipped {
+        warn(s.to_string());
+    }
+    if opened.collections.is_empty() {
+        match project.map(convdex::normalize_name) {
             Some(p) => anyhow::bail!("no collection for project `{p}`; `convdex stats` lists them"),
             None => anyhow::bail!(
                 "nothing is indexed in {} yet; run `convdex index` (or the MCP `index` tool) first",
                 index.root().display()
             ),
+        }
+    }
+    Ok(opened.collections)
+}
+
+/// Runs `f` on each collection. A collection whose files fail (damaged pages met while
+/// reading, say) is reported through `warn` and the others go on; any other error (a bad
+/// request) is returned at once.
+pub fn each<T>(
+    colls: &[(CollectionInfo, Arc<Collection>)],
+    warn: Warn<'_>,
+    mut f: impl FnMut(&CollectionInfo, &Collection) -> convdex::Result<T>,
+) -> anyhow::Result<Vec<T>> {
+    let mut out = Vec::new();
+    for (info, c) in colls {
+        match c.guarded(|c| f(info, c)) {
+            Ok(v) => out.push(v),
+            Err(e) if e.is_collection_fault() => warn(format!("skipped collection {}: {e}", info.name)),
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(out)
@@ -44,8 +72,7 @@ pub fn parse_time(s: &str, end_of_day: bool) -> anyhow::Result<DateTime<Utc>> {
 
 /// Whitespace collapsed, cut at `max` characters with an ellipsis.
 pub fn snippet(text: &str, max: usize) -> String {
-    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() <= max { one } else { format!("{}…", one.chars().take(max).collect::<String>()) }
+    convdex::text::one_line(text, max)
 }
 
 /// A search across projects.
@@ -66,9 +93,10 @@ pub struct SearchRequest {
 }
 
 /// Runs a search in every selected collection and merges the hits by score.
-pub fn search(index: &Index, r: &SearchRequest) -> anyhow::Result<Vec<(String, Hit)>> {
+pub fn search(index: &Index, r: &SearchRequest, warn: Warn<'_>) -> anyhow::Result<Vec<(String, Hit)>> {
+    let colls = collections(index, r.project.as_deref(), warn)?;
     let mut all = Vec::new();
-    for (info, c) in collections(index, r.project.as_deref())? {
+    let per = each(&colls, warn, |info, c| {
         let mut b = c.search(&r.query).mode(r.mode).limit(r.limit);
         if let Some(k) = r.kind {
             b = b.kind(k);
@@ -94,10 +122,9 @@ pub fn search(index: &Index, r: &SearchRequest) -> anyhow::Result<Vec<(String, H
         if let Some(u) = r.until {
             b = b.until(u);
         }
-        for h in b.run()?.into_iter() {
-            all.push((info.project.clone(), h));
-        }
-    }
+        Ok(b.run()?.into_iter().map(|h| (info.project.clone(), h)).collect::<Vec<_>>())
+    })?;
+    all.extend(per.into_iter().flatten());
     all.sort_by(|x, y| y.1.score.total_cmp(&x.1.score));
     all.truncate(r.limit);
     Ok(all)
@@ -147,20 +174,27 @@ pub struct DecisionFilter {
 }
 
 /// Decisions matching the filter, newest first, with their project.
-pub fn decisions(index: &Index, f: &DecisionFilter) -> anyhow::Result<Vec<(String, Document)>> {
-    let mut rows = Vec::new();
-    for (info, c) in collections(index, f.project.as_deref())? {
+pub fn decisions(index: &Index, f: &DecisionFilter, warn: Warn<'_>) -> anyhow::Result<Vec<(String, Document)>> {
+    let colls = collections(index, f.project.as_deref(), warn)?;
+    let per = each(&colls, warn, |info, c| {
+        let forms = match &f.file {
+            Some(p) => convdex::text::paths::lookup_forms(p, c.meta()?.project_path.as_deref()),
+            None => Vec::new(),
+        };
+        let mut rows = Vec::new();
         for d in c.documents_of_kind(DocKind::Decision)? {
             let DocBody::Decision(fields) = &d.body else { continue };
             let keep = (f.all || fields.status == convdex::DecisionStatus::Active)
-                && f.file.as_deref().is_none_or(|p| d.files_discussed.iter().any(|x| x.path == p))
+                && (forms.is_empty() || d.files_discussed.iter().any(|x| forms.contains(&x.path)))
                 && f.since.is_none_or(|s| d.timestamp >= s)
                 && f.tag.as_deref().is_none_or(|t| d.tags.iter().any(|x| x == t));
             if keep {
                 rows.push((info.project.clone(), d));
             }
         }
-    }
+        Ok(rows)
+    })?;
+    let mut rows: Vec<(String, Document)> = per.into_iter().flatten().collect();
     rows.sort_by_key(|r| std::cmp::Reverse(r.1.timestamp));
     Ok(rows)
 }
@@ -195,13 +229,17 @@ pub fn find_session(
     index: &Index,
     id: &str,
     project: Option<&str>,
+    warn: Warn<'_>,
 ) -> anyhow::Result<(CollectionInfo, Arc<Collection>, String)> {
     if id.trim().is_empty() {
         anyhow::bail!("the session id is empty; give a session id or a unique prefix of one");
     }
+    let colls = collections(index, project, warn)?;
+    let per = each(&colls, warn, |info, c| Ok((info.clone(), c.sessions()?)))?;
     let mut found = Vec::new();
-    for (info, c) in collections(index, project)? {
-        for s in c.sessions()? {
+    for (info, sessions) in per {
+        let c = colls.iter().find(|x| x.0 == info).map(|x| x.1.clone()).expect("listed");
+        for s in sessions {
             if s.starts_with(id) {
                 found.push((info.clone(), c.clone(), s));
             }
@@ -218,14 +256,18 @@ pub fn find_session(
 }
 
 /// The handoff brief of the most recently active session: (project, brief).
-pub fn handoff(index: &Index, project: Option<&str>) -> anyhow::Result<(String, String)> {
-    let mut best: Option<(i64, String, String)> = None;
-    for (info, c) in collections(index, project)? {
+pub fn handoff(index: &Index, project: Option<&str>, warn: Warn<'_>) -> anyhow::Result<(String, String)> {
+    let colls = collections(index, project, warn)?;
+    let per = each(&colls, warn, |info, c| {
         let latest = c.documents_of_kind(DocKind::Summary)?.into_iter().map(|d| d.timestamp.timestamp_millis()).max();
-        if let (Some(t), Some(brief)) = (latest, convdex::life::handoff(&c)?)
+        Ok((latest, info.project.clone(), convdex::life::handoff(c)?))
+    })?;
+    let mut best: Option<(i64, String, String)> = None;
+    for (latest, project, brief) in per {
+        if let (Some(t), Some(brief)) = (latest, brief)
             && best.as_ref().is_none_or(|b| t > b.0)
         {
-            best = Some((t, info.project.clone(), brief));
+            best = Some((t, project, brief));
         }
     }
     best.map(|(_, p, b)| (p, b)).context("no indexed session to hand off; run `convdex index` first")
@@ -268,13 +310,17 @@ pub struct Forgotten {
 pub type CollectionKey = (String, String);
 
 /// Forgets the selected sessions and returns them with the collections touched.
-pub fn forget(index: &Index, r: &ForgetRequest) -> anyhow::Result<(Vec<Forgotten>, Vec<CollectionKey>)> {
+pub fn forget(
+    index: &Index,
+    r: &ForgetRequest,
+    warn: Warn<'_>,
+) -> anyhow::Result<(Vec<Forgotten>, Vec<CollectionKey>)> {
     if r.session.is_none() && r.project.is_none() && r.before.is_none() {
         anyhow::bail!("say what to forget: --session ID, --project P or --before DATE");
     }
     let mut picked: Vec<(CollectionInfo, Arc<Collection>, String)> = Vec::new();
     if let Some(id) = &r.session {
-        picked.push(find_session(index, id, r.project.as_deref())?);
+        picked.push(find_session(index, id, r.project.as_deref(), warn)?);
     } else {
         let want = r.project.as_deref().map(convdex::normalize_name);
         let mut any = false;
@@ -283,9 +329,14 @@ pub fn forget(index: &Index, r: &ForgetRequest) -> anyhow::Result<(Vec<Forgotten
                 continue;
             }
             any = true;
-            let c = index.collection(&info.tenant, &info.project)?;
-            for s in c.sessions()? {
-                picked.push((info.clone(), c.clone(), s));
+            let sessions = index.collection(&info.tenant, &info.project).and_then(|c| {
+                let s = c.guarded(|c| c.sessions())?;
+                Ok((c, s))
+            });
+            match sessions {
+                Ok((c, sessions)) => picked.extend(sessions.into_iter().map(|s| (info.clone(), c.clone(), s))),
+                Err(e) if e.is_collection_fault() => warn(format!("skipped collection {}: {e}", info.name)),
+                Err(e) => return Err(e.into()),
             }
         }
         if !any && let Some(p) = want {

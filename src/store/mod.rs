@@ -1,6 +1,7 @@
 //! redb adapter: table definitions, the record codec, and index maintenance for one document.
 
 pub(crate) mod codec;
+pub(crate) mod seal;
 pub(crate) mod tables;
 
 use redb::{ReadableDatabase, ReadableTable, WriteTransaction};

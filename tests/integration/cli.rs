@@ -1,4 +1,5 @@
-//! The `convdex` binary's commands: `--json` shapes, exit codes (0 ok, 1 error, 2 usage),
+//! The `convdex` binary's commands: `--json` shapes, exit codes (0 ok, 1 error, 2 usage, 3 done
+//! with problems),
 //! completions, a collection held by another process (a clear error after waiting), and
 //! `forget` / `compact` end to end (tombstone, `index --force` brings the session back).
 
@@ -24,8 +25,13 @@ impl Cli {
     }
 
     fn json(&self, args: &[&str]) -> Value {
+        self.json_exit(args, 0)
+    }
+
+    /// JSON output of a command that exits with `code` (3: done with problems).
+    fn json_exit(&self, args: &[&str], code: i32) -> Value {
         let out = self.run(args);
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
     }
@@ -64,7 +70,8 @@ fn commands_json_exit_codes_and_forget() {
     assert!(cli.json(&["models", "check", "--json"])["model_dir"].is_string());
     assert!(cli.json(&["runs", sample, "--json"]).is_array());
 
-    // Import: good documents land in their project, bad ones are reported and skipped.
+    // Import: good documents land in their project, bad ones are reported and skipped (exit 3:
+    // done with problems).
     let file = cli.data.path().join("standup.json");
     let good = serde_json::json!({"id": "standup-1", "conversation": {"source": "slack", "people": ["ana", "bo"], "user": "ana",
         "conversation": [
@@ -72,7 +79,7 @@ fn commands_json_exit_codes_and_forget() {
             {"speaker": "bo", "content": "Yes, the old bucket fills up every Friday.", "time": "2026-10-20T09:01:00Z"}]}});
     let bad = serde_json::json!({"id": "standup-2", "conversation": {"source": "slack", "people": ["ana"], "user": "ana", "conversation": []}});
     std::fs::write(&file, format!("{good}\n{bad}\n")).unwrap();
-    let imported = cli.json(&["import", file.to_str().unwrap(), "--project", "team", "--json"]);
+    let imported = cli.json_exit(&["import", file.to_str().unwrap(), "--project", "team", "--json"], 3);
     assert_eq!(imported["conversations"], 1);
     assert_eq!(imported["invalid"].as_array().unwrap().len(), 1);
     let hits = cli.json(&["search", "backup storage", "--project", "team", "--json", "--limit", "2"]);
@@ -89,15 +96,20 @@ fn commands_json_exit_codes_and_forget() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("error: ") && err.contains("YYYY-MM-DD") && err.lines().count() == 1, "{err}");
 
-    // Another process holds the collection: the command waits, then says so clearly.
-    let coll_dir =
-        std::fs::read_dir(cli.data.path()).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap();
+    // Another process holds a collection: the command waits, then says so clearly; the other
+    // project still answers (exit 3: done with problems); asked for that project alone, it fails.
+    let coll_dir = cli.data.path().join(stats[0]["collection"].as_str().unwrap());
     let lock = std::fs::OpenOptions::new().read(true).write(true).open(coll_dir.join("LOCK")).unwrap();
     lock.try_lock().unwrap();
-    let out = cli.run(&["search", "token"]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = cli.run(&["search", "backup", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("in use by another process") && err.contains("retry"), "{err}");
+    let hits: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(hits.as_array().unwrap().iter().any(|h| h["project"] == "team"), "{hits}");
+    let out = cli.run(&["search", "token", "--project", "acme-api"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("in use by another process"));
     drop(lock);
 
     // Forget: a dry run changes nothing; the real one deletes, compacts and leaves a tombstone.
