@@ -54,8 +54,8 @@ pub enum Error {
     },
     /// A tenant or project name is not a valid collection name part.
     #[error(
-        "invalid {what} name `{name}`: {reason}; use lower-case letters, digits, `_` and `-`, \
-         starting with a letter or digit"
+        "invalid {what} name `{name}`: {reason}; use letters, digits, `_` and `-`, starting with a \
+         letter or digit, at most 64 bytes"
     )]
     InvalidName {
         /// `tenant` or `project`.
@@ -220,6 +220,18 @@ impl Error {
                 | Error::FormatVersion { .. }
                 | Error::ModelMismatch { .. }
         )
+    }
+
+    /// The message with every underlying cause, `: `-separated (what the CLI prints).
+    pub fn chain(&self) -> String {
+        let mut out = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(s) = source {
+            out.push_str(": ");
+            out.push_str(&s.to_string());
+            source = s.source();
+        }
+        out
     }
 
     /// Wraps an I/O error with the path it happened on.

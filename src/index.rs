@@ -72,7 +72,8 @@ impl std::fmt::Debug for Index {
     }
 }
 
-/// Lower-cases and validates a tenant or project name (`[a-z0-9][a-z0-9_-]*`, ≤ 64 bytes).
+/// Lower-cases and validates a tenant or project name: letters and digits of any script, `_`
+/// and `-`, starting with a letter or digit, at most 64 bytes (`acme-api`, `项目甲`).
 pub fn validate_name(what: &'static str, name: &str) -> Result<String> {
     let lower = name.to_lowercase();
     let err = |reason| Error::InvalidName { what, name: name.to_string(), reason };
@@ -84,11 +85,11 @@ pub fn validate_name(what: &'static str, name: &str) -> Result<String> {
     }
     let mut chars = lower.chars();
     let first = chars.next().expect("non-empty");
-    if !(first.is_ascii_lowercase() || first.is_ascii_digit()) {
+    if !first.is_alphanumeric() {
         return Err(err("it must start with a letter or digit"));
     }
-    if !chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-') {
-        return Err(err("it contains a character other than a-z, 0-9, `_` and `-`"));
+    if !chars.all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+        return Err(err("it contains a character other than letters, digits, `_` and `-`"));
     }
     Ok(lower)
 }
@@ -259,7 +260,7 @@ pub struct Skipped {
 impl std::fmt::Display for Skipped {
     /// `skipped collection <name>: <error>`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "skipped collection {}: {}", self.info.name, self.error)
+        write!(f, "skipped collection {}: {}", self.info.name, self.error.chain())
     }
 }
 
@@ -306,7 +307,11 @@ mod tests {
     fn names_are_validated() {
         assert_eq!(validate_name("project", "ConvDex").unwrap(), "convdex");
         assert_eq!(validate_name("project", "my_proj-2").unwrap(), "my_proj-2");
-        for bad in ["", "..", "a/b", "a b", "_x", "-x", "é", "a.b", &"x".repeat(65)] {
+        assert_eq!(validate_name("project", "项目甲").unwrap(), "项目甲");
+        assert_eq!(validate_name("project", "Ébène").unwrap(), "ébène");
+        for bad in
+            ["", "..", "a/b", "a\\b", "a b", "_x", "-x", "a.b", "a:b", "\u{202e}x", &"x".repeat(65), &"项".repeat(22)]
+        {
             let err = validate_name("project", bad).unwrap_err();
             assert!(matches!(err, Error::InvalidName { .. }), "{bad}: {err}");
         }

@@ -449,7 +449,7 @@ pub fn index_paths_with_progress(
         let found = match discover(path) {
             Ok(f) => f,
             Err(e) => {
-                report.failures.push(Failure { path: path.clone(), session: None, reason: e.to_string() });
+                report.failures.push(Failure { path: path.clone(), session: None, reason: e.chain() });
                 first_error.get_or_insert(e);
                 continue;
             }
@@ -484,7 +484,7 @@ pub fn index_paths_with_progress(
             progress(Progress { done, total, session });
         });
         if let Err(e) = r {
-            report.failures.push(Failure { path: folder.dir.clone(), session: None, reason: e.to_string() });
+            report.failures.push(Failure { path: folder.dir.clone(), session: None, reason: e.chain() });
         }
     }
     report.collections.sort();
@@ -543,7 +543,7 @@ fn index_folder(
         if let Err(e) = coll.guarded(|c| index_session(c, &root, s, options, report)) {
             let path = s.main.clone().or_else(|| s.subagents.first().map(|x| x.0.clone())).unwrap_or_default();
             let fatal = matches!(e, Error::Damaged { .. } | Error::InUse { .. });
-            report.failures.push(Failure { path, session: Some(s.id.clone()), reason: e.to_string() });
+            report.failures.push(Failure { path, session: Some(s.id.clone()), reason: e.chain() });
             if fatal {
                 return Ok(());
             }

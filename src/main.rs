@@ -402,7 +402,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 if want.as_deref().is_none_or(|p| info.project == p) {
                     match index.compact(&info.tenant, &info.project) {
                         Ok(r) => reports.push(r),
-                        Err(e) if e.is_collection_fault() => problem(format!("skipped collection {}: {e}", info.name)),
+                        Err(e) if e.is_collection_fault() => {
+                            problem(format!("skipped collection {}: {}", info.name, e.chain()))
+                        }
                         Err(e) => return Err(e.into()),
                     }
                 }

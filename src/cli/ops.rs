@@ -52,7 +52,7 @@ pub fn each<T>(
     for (info, c) in colls {
         match c.guarded(|c| f(info, c)) {
             Ok(v) => out.push(v),
-            Err(e) if e.is_collection_fault() => warn(format!("skipped collection {}: {e}", info.name)),
+            Err(e) if e.is_collection_fault() => warn(format!("skipped collection {}: {}", info.name, e.chain())),
             Err(e) => return Err(e.into()),
         }
     }
@@ -335,7 +335,7 @@ pub fn forget(
             });
             match sessions {
                 Ok((c, sessions)) => picked.extend(sessions.into_iter().map(|s| (info.clone(), c.clone(), s))),
-                Err(e) if e.is_collection_fault() => warn(format!("skipped collection {}: {e}", info.name)),
+                Err(e) if e.is_collection_fault() => warn(format!("skipped collection {}: {}", info.name, e.chain())),
                 Err(e) => return Err(e.into()),
             }
         }

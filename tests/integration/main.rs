@@ -18,5 +18,6 @@ mod import;
 mod mcp;
 mod model_ops;
 mod real_search;
+mod robustness;
 mod runs;
 mod snapshots_extract;
