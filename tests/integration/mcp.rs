@@ -108,3 +108,66 @@ fn mcp_server_answers_a_real_client() {
         assert!(status.success(), "{status:?}");
     });
 }
+
+/// Raw lines a broken client might send get JSON-RPC errors, never silence: not JSON (parse
+/// error, id null), a lone surrogate, `params` of the wrong type (the error carries the request
+/// id), a line over the size limit; a 100k-word query is a quick tool error. The server keeps
+/// serving after each, and exits 0 at the end of input.
+#[test]
+fn malformed_messages_get_json_rpc_errors() {
+    use std::io::{BufRead, BufReader, Write};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let data = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_convdex");
+    let out = std::process::Command::new(bin)
+        .args(["--data-dir", data.path().to_str().unwrap(), "index", "examples/sample/projects"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut child = std::process::Command::new(bin)
+        .args(["--data-dir", data.path().to_str().unwrap(), "mcp"])
+        .current_dir(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut ask = |line: &[u8]| -> Value {
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+        serde_json::from_str(&lines.next().expect("an answer").unwrap()).unwrap()
+    };
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",
+        "capabilities":{},"clientInfo":{"name":"raw","version":"0"}}});
+    assert!(ask(init.to_string().as_bytes())["result"]["serverInfo"].is_object());
+    let notified = json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string();
+    let r = ask(format!("{notified}\nthis is not json").as_bytes());
+    assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (Value::Null, json!(-32700)), "{r}");
+    let r = ask(
+        br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"query":"\ud800"}}}"#,
+    );
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    let r = ask(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":"search"}"#);
+    assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (json!(4), json!(-32602)), "{r}");
+    let r = ask(format!("\"{}\"", "x".repeat(5 << 20)).as_bytes());
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    let long = "word ".repeat(100_000);
+    let started = std::time::Instant::now();
+    let r = ask(
+        json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search","arguments":{"query": long}}})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("maximum"), "{r}");
+    println!("100k-word query answered in {:?}", started.elapsed());
+    let r = ask(json!({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search","arguments":{"query":"expired session token"}}})
+        .to_string()
+        .as_bytes());
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("acme-api"), "still serving: {r}");
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
