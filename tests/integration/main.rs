@@ -7,6 +7,7 @@ mod cli_hook;
 mod common;
 mod corpus;
 mod corpus_search;
+mod crash;
 mod decision_eval;
 mod decisions;
 mod durability;

@@ -1,0 +1,227 @@
+//! Crash consistency, process level: the real binary is killed (`SIGKILL`) at seeded random
+//! moments during `index --force` and during `forget`, then run normally; the result must equal
+//! an uninterrupted run (same sessions, messages, decisions and summaries per collection, no
+//! duplicates, no extra collection) and no byte of a forgotten session may stay on disk.
+//!
+//! `CONVDEX_CRASH_SEED` and `CONVDEX_CRASH_KILLS` (default 10 kills per test) choose the run;
+//! README's durability section records a longer one.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use convdex::testutil::Rng;
+use serde_json::Value;
+
+fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/transcripts")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let t = to.join(e.file_name());
+        if e.path().is_dir() { copy_dir(&e.path(), &t) } else { std::fs::copy(e.path(), t).map(|_| ()).unwrap() }
+    }
+}
+
+/// Two real project folders: a Windows one in Chinese and a macOS one in English.
+fn history() -> tempfile::TempDir {
+    let h = tempfile::tempdir().unwrap();
+    for (src, name) in [
+        ("13562964800+claude-skills/projects/D--llapk-app", "D--llapk-app"),
+        (
+            "KaceyBui+Claude-global-test/projects/-Users-akatsukijin-Desktop-gitlearn",
+            "-Users-akatsukijin-Desktop-gitlearn",
+        ),
+    ] {
+        copy_dir(&shared().join(src), &h.path().join("projects").join(name));
+    }
+    h
+}
+
+fn command(data: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_convdex"));
+    c.args(["--data-dir", data.to_str().unwrap()])
+        .args(args)
+        .env("CONVDEX_CONFIG", "/nonexistent/convdex-config.json")
+        .env("NO_COLOR", "1");
+    c
+}
+
+fn run(data: &Path, args: &[&str]) -> Output {
+    let out = command(data, args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Per collection: sessions, messages, decisions, summaries.
+fn counts(data: &Path) -> BTreeMap<String, [u64; 4]> {
+    let v: Value = serde_json::from_slice(&run(data, &["stats", "--json"]).stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let s = &c["stats"];
+            let n = |k: &str| s[k].as_u64().unwrap();
+            (
+                c["collection"].as_str().unwrap().to_string(),
+                [n("sessions"), n("messages"), n("decisions"), n("summaries")],
+            )
+        })
+        .collect()
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// Starts `args`, kills it after `delay` (if it is still running); returns whether it finished.
+fn kill_after(data: &Path, args: &[&str], delay: Duration) -> bool {
+    let mut child =
+        command(data, args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let start = Instant::now();
+    while start.elapsed() < delay {
+        if child.try_wait().unwrap().is_some() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let finished = child.try_wait().unwrap().is_some();
+    let _ = child.kill();
+    let _ = child.wait();
+    finished
+}
+
+#[test]
+fn index_force_killed_anywhere_is_repaired_by_the_next_run() {
+    let h = history();
+    let projects = h.path().join("projects");
+    let p = projects.to_str().unwrap();
+    let reference = tempfile::tempdir().unwrap();
+    run(reference.path(), &["index", p]);
+    let expected = counts(reference.path());
+    assert_eq!(expected.len(), 2, "{expected:?}");
+    let data = tempfile::tempdir().unwrap();
+    run(data.path(), &["index", p]);
+    let t = Instant::now();
+    run(data.path(), &["index", p, "--force"]);
+    let full = t.elapsed();
+    let seed = env_or("CONVDEX_CRASH_SEED", 0x5eed);
+    let kills = env_or("CONVDEX_CRASH_KILLS", 10);
+    let mut rng = Rng(seed);
+    let mut killed = 0;
+    for i in 0..kills {
+        let delay = full.mul_f32(rng.uniform());
+        let finished = kill_after(data.path(), &["index", p, "--force"], delay);
+        killed += usize::from(!finished);
+        run(data.path(), &["index", p]);
+        let got = counts(data.path());
+        assert_eq!(got, expected, "seed {seed:#x} kill {i} at {delay:?} (of {full:?}): a normal run after the kill");
+    }
+    println!("index --force: {kills} kills (seed {seed:#x}), {killed} before it finished, full run {full:?}");
+    assert!(killed * 2 >= kills as usize, "most kills must land inside the run");
+}
+
+/// Distinctive 32-byte pieces of a session's messages (no quote, backslash or newline, so they
+/// are found verbatim in any file that still holds them).
+fn needles(data: &Path, session: &str) -> Vec<String> {
+    let v: Value = serde_json::from_slice(&run(data, &["session", session, "--json"]).stdout).unwrap();
+    v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .filter(|c| c.len() >= 120)
+        .flat_map(|c| {
+            [4, 2].into_iter().filter_map(move |div| {
+                let mut a = c.len() / div;
+                while !c.is_char_boundary(a) {
+                    a += 1;
+                }
+                let piece = convdex::text::prefix_bytes(c.get(a..)?, 32);
+                (piece.len() >= 24 && !piece.contains(['"', '\\', '\n'])).then(|| piece.to_string())
+            })
+        })
+        .collect()
+}
+
+fn files_contain(dir: &Path, needle: &str) -> Option<PathBuf> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read(&p).unwrap().windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn forget_killed_anywhere_leaves_no_forgotten_text() {
+    let h = history();
+    let projects = h.path().join("projects");
+    let base = tempfile::tempdir().unwrap();
+    run(base.path(), &["index", projects.to_str().unwrap()]);
+    // The longest session of the English project.
+    let folder = projects.join("-Users-akatsukijin-Desktop-gitlearn");
+    let session = std::fs::read_dir(&folder)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap()
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let others: Vec<u8> = std::fs::read_dir(&folder)
+        .unwrap()
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with(&session))
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .flatten()
+        .collect();
+    let needles: Vec<String> = needles(base.path(), &session)
+        .into_iter()
+        .filter(|n| !others.windows(n.len()).any(|w| w == n.as_bytes()))
+        .collect();
+    assert!(needles.len() >= 3, "{needles:?}");
+    assert!(files_contain(base.path(), &needles[0]).is_some(), "the needles are on disk before forgetting");
+    let timing = tempfile::tempdir().unwrap();
+    copy_dir(base.path(), timing.path());
+    let t = Instant::now();
+    run(timing.path(), &["forget", "--session", &session]);
+    let full = t.elapsed();
+    let seed = env_or("CONVDEX_CRASH_SEED", 0x5eed) ^ 0xf0f0;
+    let kills = env_or("CONVDEX_CRASH_KILLS", 10);
+    let mut rng = Rng(seed);
+    let mut killed = 0;
+    for i in 0..kills {
+        let data = tempfile::tempdir().unwrap();
+        copy_dir(base.path(), data.path());
+        let delay = full.mul_f32(rng.uniform());
+        killed += usize::from(!kill_after(data.path(), &["forget", "--session", &session], delay));
+        // Any next command finishes an interrupted forget; if the kill came before the delete
+        // committed, the session is still there and forgetting it again must work.
+        let out = command(data.path(), &["session", &session, "--json"]).output().unwrap();
+        if out.status.success() {
+            run(data.path(), &["forget", "--session", &session]);
+        } else {
+            run(data.path(), &["stats"]);
+        }
+        for n in &needles {
+            assert_eq!(files_contain(data.path(), n), None, "seed {seed:#x} kill {i} at {delay:?}: {n:?} survived");
+        }
+        let again: Value =
+            serde_json::from_slice(&run(data.path(), &["index", projects.to_str().unwrap(), "--json"]).stdout).unwrap();
+        assert_eq!(again["sessions_forgotten"], 1, "kill {i}: the tombstone holds");
+    }
+    println!("forget: {kills} kills (seed {seed:#x}), {killed} before it finished, full run {full:?}");
+}
