@@ -285,7 +285,11 @@ impl Collection {
                 }
                 std::fs::rename(&fresh, path).map_err(|e| Error::io(path, e))?;
             }
-            Ok(Database::builder().create(path)?)
+            // A file changed since convdex last closed it cleanly (a crash, a kill, a change from
+            // outside) is verified page by page while opening: damage is then an error instead
+            // of a panic of a plain open, and what redb can repair is repaired.
+            let verify = !Seal::new(path.parent().unwrap_or(Path::new(".")), true).intact();
+            Ok(Database::builder().set_check_integrity_on_open(verify).create(path)?)
         })
     }
 
@@ -345,10 +349,9 @@ impl Collection {
         lock: std::fs::File,
     ) -> Result<Collection> {
         let path = dir.join("data.redb");
-        // Files as convdex left them: no check needed. Otherwise (a crash, a kill, a change from
-        // outside) verify every page, which also repairs what redb can repair.
+        // Files as convdex left them: no check needed (`make_db` verifies otherwise).
         let intact = seal.intact();
-        let mut db = match make_db(&path) {
+        let db = match make_db(&path) {
             Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) => {
                 return Err(Error::InUse { path: dir.to_path_buf(), holder: "unknown".into() });
             }
@@ -358,10 +361,6 @@ impl Collection {
             }
             other => other?,
         };
-        if !intact && let Err(e) = db.check_integrity() {
-            seal.poison();
-            return Err(Error::Damaged { path, reason: e.to_string() });
-        }
         store::create_tables(&db)?;
         check_or_init_meta(&db, embedder.as_ref(), &meta)?;
         let generation = read_generation(&db)?;
@@ -542,6 +541,7 @@ impl Collection {
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let tx = self.db.begin_write()?;
         let mut replaced_ids = Vec::new();
+        let mut unforgot = false;
         if let Some(w) = &session {
             if w.replace {
                 for id in session_ids(&tx, w.session_id)? {
@@ -554,7 +554,7 @@ impl Collection {
                 tx.open_table(SESSIONS)?.insert(key.as_str(), bytes.as_slice())?;
             }
             if w.unforget {
-                tx.open_table(FORGOTTEN)?.remove(w.session_id)?;
+                unforgot = tx.open_table(FORGOTTEN)?.remove(w.session_id)?.is_some();
             }
         }
         let mut new_vectors: Vec<(u64, Vec<f32>)> = Vec::new();
@@ -607,6 +607,9 @@ impl Collection {
         }
         tx.commit()?;
         report.generation = generation;
+        if unforgot {
+            self.write_tombstone_sidecar()?;
+        }
         // 3. The graph follows the committed store.
         {
             let mut ann = self.ann.write().unwrap_or_else(|e| e.into_inner());
@@ -1207,6 +1210,24 @@ fn reconcile(db: &Database, ann: &mut Ann) -> Result<(usize, usize)> {
 }
 
 impl Collection {
+    /// Writes embedding-cache rows read back from a damaged store ([`crate::Index::repair`]);
+    /// rows whose vector has another dimension are skipped. Returns how many were written.
+    pub(crate) fn restore_cache(&self, rows: &[(u128, Vec<u8>)]) -> Result<usize> {
+        let dim_bytes = self.embedder.dim() * 4;
+        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = self.db.begin_write()?;
+        let mut n = 0;
+        {
+            let mut cache = tx.open_table(EMBED_CACHE)?;
+            for (k, v) in rows.iter().filter(|(_, v)| v.len() == dim_bytes) {
+                cache.insert(*k, v.as_slice())?;
+                n += 1;
+            }
+        }
+        tx.commit()?;
+        Ok(n)
+    }
+
     /// Raw ingest state of a session (`sessions` table).
     pub(crate) fn get_session_bytes(&self, id: &str) -> Result<Option<Vec<u8>>> {
         let tx = self.db.begin_read()?;

@@ -84,13 +84,46 @@ impl Collection {
             tx.open_table(FORGOTTEN)?.insert(session_id, Utc::now().timestamp_millis())?;
         }
         report.documents = self.delete_ids_in(tx, ids)?;
+        self.write_tombstone_sidecar()?;
         Ok(report)
+    }
+
+    /// Keeps `forgotten.json` beside the store: the tombstones (session id → when) outside
+    /// redb, so that a store damaged beyond repair cannot bring forgotten sessions back when
+    /// their transcripts are indexed again ([`Index::repair`] reads it). Written atomically.
+    pub(crate) fn write_tombstone_sidecar(&self) -> Result<()> {
+        let rows: std::collections::BTreeMap<String, i64> =
+            self.forgotten_sessions()?.into_iter().map(|(s, t)| (s, t.timestamp_millis())).collect();
+        let path = self.dir().join(TOMBSTONE_SIDECAR);
+        let tmp = self.dir().join(format!("{TOMBSTONE_SIDECAR}.tmp"));
+        let text = serde_json::to_vec(&rows).map_err(|e| Error::io(&path, std::io::Error::other(e)))?;
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
+            .map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
     }
 
     /// Whether a session was forgotten (and not indexed again since).
     pub fn is_forgotten(&self, session_id: &str) -> Result<bool> {
         let tx = self.db.begin_read()?;
         Ok(tx.open_table(FORGOTTEN)?.get(session_id)?.is_some())
+    }
+
+    /// Writes tombstones read back from a damaged store ([`Index::repair`]).
+    pub(crate) fn restore_tombstones(&self, rows: &[(String, i64)]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = self.db.begin_write()?;
+        {
+            let mut t = tx.open_table(FORGOTTEN)?;
+            for (session, at) in rows {
+                t.insert(session.as_str(), *at)?;
+            }
+        }
+        tx.commit()?;
+        self.write_tombstone_sidecar()
     }
 
     /// Forgotten sessions and when they were forgotten, by session id.
@@ -162,6 +195,17 @@ fn rewrite_store(dir: &Path) -> Result<()> {
 }
 
 const COMPACT_PENDING: &str = "COMPACT_PENDING";
+/// See [`Collection::write_tombstone_sidecar`].
+pub(crate) const TOMBSTONE_SIDECAR: &str = "forgotten.json";
+
+/// The tombstones kept beside a store (empty when the file is missing or unreadable).
+pub(crate) fn read_tombstone_sidecar(dir: &Path) -> Vec<(String, i64)> {
+    std::fs::read(dir.join(TOMBSTONE_SIDECAR))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<std::collections::BTreeMap<String, i64>>(&b).ok())
+        .map(|m| m.into_iter().collect())
+        .unwrap_or_default()
+}
 
 fn mark_compaction_pending(dir: &Path) -> Result<()> {
     let path = dir.join(COMPACT_PENDING);

@@ -70,6 +70,7 @@ pub mod ingest;
 pub mod lexical;
 pub mod life;
 pub mod models;
+mod repair;
 pub mod runs;
 pub mod scrub;
 mod search;
@@ -95,6 +96,7 @@ pub use indexer::{
     Config, ImportReport, IndexOptions, IndexReport, Progress, SessionRuns, default_tenant, encode_project_dir,
     import_conversations, index_paths, index_paths_with_progress, normalize_name, read_conversation, runs_in,
 };
+pub use repair::RepairReport;
 pub use search::{
     Context, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES, Plan, PlanPath, SearchBuilder, SearchMode, Signals,
 };

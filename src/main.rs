@@ -194,6 +194,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check every collection and the model; with --repair, rebuild damaged collections from
+    /// what can still be read and index their transcripts again.
+    Doctor {
+        /// Rebuild damaged collections (the damaged files are kept beside them).
+        #[arg(long)]
+        repair: bool,
+        /// Claude Code projects root to read transcripts from when repairing (default:
+        /// ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects).
+        #[arg(long)]
+        history: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Per-collection counts.
     Stats {
         /// Print JSON.
@@ -702,6 +716,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 100.0 * (1.0 - sizes.v2.tokens as f64 / sizes.v1_pretty.tokens.max(1) as f64)
             );
         }
+        Command::Doctor { repair, history, json } => doctor(&dir, repair, history, json, cli.config.as_deref())?,
         Command::Stats { json } => {
             let index = Index::open(&dir, Options::default())?;
             let colls = ops::collections(&index, None, &mut problem)?;
@@ -735,6 +750,86 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     );
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// `convdex doctor`: every collection opened (which repairs what redb and the derived-index
+/// checks repair on their own), the damaged ones rebuilt with `--repair`, and the model checked.
+fn doctor(
+    dir: &std::path::Path,
+    repair: bool,
+    history: Option<PathBuf>,
+    json: bool,
+    config: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let index = Index::open(dir, Options::default())?;
+    let mut rows = Vec::new();
+    for info in index.collections()? {
+        let opened = index.collection(&info.tenant, &info.project);
+        let (state, detail) = match opened {
+            Ok(c) => {
+                let mut notes = Vec::new();
+                for (what, s) in [("graph", c.vector_index_state()), ("lexical index", c.lexical_index_state())] {
+                    if let convdex::VectorIndexState::Rebuilt(r) = s
+                        && *r != convdex::RebuildReason::Missing
+                    {
+                        notes.push(format!("{what} rebuilt ({r:?})"));
+                    }
+                }
+                ("ok", notes.join("; "))
+            }
+            Err(e @ convdex::Error::Damaged { .. }) if repair => {
+                let report = index.repair(&info).context("repair failed")?;
+                let mut line = report.to_string();
+                // Read the transcripts again: the repaired collection has no fingerprints, so its
+                // sessions whose transcripts still exist are indexed again (the other projects'
+                // sessions are unchanged and cost a `stat`).
+                let root = history.clone().unwrap_or_else(default_history);
+                if root.is_dir() {
+                    let mut options = IndexOptions::default();
+                    ops::apply_config(config, &mut options)?;
+                    let r = convdex::index_paths(&index, &[root], &options)?;
+                    line.push_str(&format!("; transcripts indexed again: {r}"));
+                }
+                eprintln!("was damaged: {}", e.chain());
+                ("repaired", line)
+            }
+            Err(e) => {
+                problem(format!("{}: {}", info.name, e.chain()));
+                let state = if matches!(e, convdex::Error::InUse { .. }) { "busy" } else { "damaged" };
+                (state, e.chain())
+            }
+        };
+        rows.push(serde_json::json!({"collection": info.name, "state": state, "detail": detail}));
+    }
+    let model = match convdex::models::locate(None) {
+        Ok(f) => serde_json::json!({"state": "ok", "dir": f.dir}),
+        Err(e) => {
+            problem(format!("model: {e}"));
+            serde_json::json!({"state": "missing", "detail": e.to_string()})
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"collections": rows, "model": model}))?);
+    } else {
+        for r in &rows {
+            let detail = r["detail"].as_str().unwrap_or_default();
+            println!(
+                "{:<9} {}{}",
+                r["state"].as_str().unwrap_or_default(),
+                r["collection"].as_str().unwrap_or_default(),
+                if detail.is_empty() { String::new() } else { format!(": {detail}") }
+            );
+        }
+        println!(
+            "{:<9} model{}",
+            model["state"].as_str().unwrap_or_default(),
+            model["dir"].as_str().map(|d| format!(" in {d}")).unwrap_or_default()
+        );
+        if !repair && rows.iter().any(|r| r["state"] == "damaged") {
+            println!("run `convdex doctor --repair` to rebuild the damaged collections");
         }
     }
     Ok(())
@@ -794,6 +889,16 @@ fn highlight(s: &str, color: bool) -> String {
 }
 
 fn main() -> ExitCode {
+    // The storage engine panics on some damaged pages; convdex catches those panics and reports
+    // the collection as damaged (with the fix), so they are not printed twice. Any other panic
+    // is a bug and keeps Rust's report.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let in_storage = info.location().is_some_and(|l| l.file().contains("/redb-"));
+        if !in_storage {
+            default_hook(info);
+        }
+    }));
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) if PROBLEMS.load(std::sync::atomic::Ordering::SeqCst) > 0 => ExitCode::from(EXIT_PROBLEMS),

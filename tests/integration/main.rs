@@ -15,6 +15,7 @@ mod embed;
 mod engine;
 mod export;
 mod forget;
+mod fuzz;
 mod import;
 mod mcp;
 mod model_ops;

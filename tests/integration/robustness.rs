@@ -280,3 +280,67 @@ fn an_unreadable_transcript_does_not_stop_the_run() {
     assert!(report["sessions_new"].as_u64().unwrap() >= 1, "{report}");
     assert!(stderr(&out).contains("agent-a1b2c3.jsonl"), "{}", stderr(&out));
 }
+
+/// `convdex doctor` finds a damaged store; `doctor --repair` rebuilds it from what is readable
+/// and the transcripts, keeps the damaged files aside, and a forgotten session stays forgotten
+/// (its tombstone also lives beside the store).
+#[test]
+fn doctor_repairs_a_damaged_store_and_forgotten_sessions_stay_forgotten() {
+    for damage in ["flip:4096", "truncate:0.5"] {
+        let cli = Cli::new();
+        cli.ok(&["index", "examples/sample/projects"]);
+        let chat = cli.data.path().join("chat.json");
+        let doc = json!({"id": "chat-1", "conversation": {"source": "slack", "people": ["ana"], "user": "ana",
+            "conversation": [{"speaker": "ana", "content": "move the nightly backup to the new bucket", "time": "2026-10-20T09:00:00Z"}]}});
+        std::fs::write(&chat, doc.to_string()).unwrap();
+        cli.ok(&["import", chat.to_str().unwrap(), "--project", "acme-api"]);
+        cli.ok(&["forget", "--session", "chat-1"]);
+        let before: Value = serde_json::from_str(&cli.ok(&["stats", "--json"])).unwrap();
+        let redb = cli.collection_dir("acme-api").join("data.redb");
+        let mut bytes = std::fs::read(&redb).unwrap();
+        match damage {
+            "flip:4096" => bytes[4096] ^= 0xff,
+            _ => bytes.truncate(bytes.len() / 2),
+        }
+        std::fs::write(&redb, &bytes).unwrap();
+        let out = cli.run(&["doctor"]);
+        assert_eq!(out.status.code(), Some(3), "{damage}: {}", stderr(&out));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("damaged"), "{damage}");
+        let out = cli.run(&["doctor", "--repair", "--history", "examples/sample/projects"]);
+        assert_eq!(out.status.code(), Some(0), "{damage}: {}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("repaired") && text.contains("damaged files kept in"), "{damage}: {text}");
+        let after: Value = serde_json::from_str(&cli.ok(&["stats", "--json"])).unwrap();
+        for k in ["sessions", "messages", "decisions", "summaries", "forgotten_sessions"] {
+            assert_eq!(after[0]["stats"][k], before[0]["stats"][k], "{damage}: {k}");
+        }
+        let hits: Value = serde_json::from_str(&cli.ok(&["search", "nightly backup bucket", "--json"])).unwrap();
+        assert!(hits.as_array().unwrap().iter().all(|h| h["session"] != "chat-1"), "{damage}: {hits}");
+        assert!(cli.ok(&["doctor"]).lines().all(|l| !l.starts_with("damaged")), "{damage}");
+    }
+}
+
+/// Defect 5 (second part): two recorded paths that encode to the same folder name used to be
+/// picked in hash-map order, so a later run could open a second collection for the same
+/// project. The pick is deterministic: runs in separate processes agree.
+#[test]
+fn a_project_folder_maps_to_one_collection_in_every_run() {
+    let cli = Cli::new();
+    let history = tempfile::tempdir().unwrap();
+    let folder = history.path().join("projects/-a-b-c");
+    std::fs::create_dir_all(&folder).unwrap();
+    for (i, cwd) in ["/a/b-c", "/a/b/c"].iter().enumerate() {
+        let sid = format!("00000000-0000-4000-8000-00000000000{i}");
+        let rec = json!({"type":"user","uuid":"u1","sessionId":sid,"cwd":cwd,"timestamp":"2026-11-01T08:00:00Z",
+            "message":{"role":"user","content":format!("session {i} about the retry queue")}});
+        std::fs::write(folder.join(format!("{sid}.jsonl")), line(rec)).unwrap();
+    }
+    let projects = history.path().join("projects");
+    for _ in 0..6 {
+        cli.ok(&["index", projects.to_str().unwrap(), "--force"]);
+    }
+    let stats: Value = serde_json::from_str(&cli.ok(&["stats", "--json"])).unwrap();
+    let names: Vec<&str> = stats.as_array().unwrap().iter().map(|c| c["project"].as_str().unwrap()).collect();
+    assert_eq!(names, ["b-c"], "one collection, the same every run");
+    assert_eq!(stats[0]["stats"]["sessions"], 2);
+}
