@@ -386,6 +386,12 @@ fn add_file(files: &mut Vec<FileRef>, f: FileRef) {
     }
 }
 
+/// Lines `start ..= start + len - 1` as `u32`, saturating (a transcript can hold any number).
+fn line_range(start: u64, len: u64) -> (u32, u32) {
+    let clamp = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+    (clamp(start), clamp(start.saturating_add(len).saturating_sub(1)))
+}
+
 /// Tool name without an MCP server prefix (`mcp__acp__Read` → `Read`).
 fn base_tool(name: &str) -> &str {
     name.rsplit("__").next().unwrap_or(name)
@@ -400,8 +406,8 @@ fn call_files(tool: &ToolUse) -> Vec<FileRef> {
         "Read" => s("file_path")
             .map(|p| {
                 let ranges = match (n("offset"), n("limit")) {
-                    (Some(o), Some(l)) if l > 0 => vec![(o.max(1) as u32, (o.max(1) + l - 1) as u32)],
-                    (None, Some(l)) if l > 0 => vec![(1, l as u32)],
+                    (Some(o), Some(l)) if l > 0 => vec![line_range(o.max(1), l)],
+                    (None, Some(l)) if l > 0 => vec![line_range(1, l)],
                     _ => vec![],
                 };
                 vec![file(p, FileAction::Read, ranges)]
@@ -478,7 +484,7 @@ fn apply_result(tool: &ToolUse, block: &Value, record: &Value, ts: DateTime<Utc>
                     .filter_map(|h| {
                         let s = h.get("newStart")?.as_u64()?;
                         let l = h.get("newLines")?.as_u64()?;
-                        Some((s as u32, (s + l.max(1) - 1) as u32))
+                        Some(line_range(s.max(1), l.max(1)))
                     })
                     .collect();
                 add_file(&mut msg.files, FileRef { path: slashes(p), line_ranges: ranges, action: FileAction::Edited });
@@ -588,6 +594,25 @@ mod tests {
         assert_eq!(p.messages.len(), 1);
         assert_eq!(p.messages[0].text, "real question");
         assert_eq!(p.skipped.len(), 1);
+    }
+
+    /// Found by the fuzzer (seed 20261123, case 46122): line numbers near `u64::MAX` overflowed.
+    #[test]
+    fn huge_line_numbers_saturate() {
+        let mut s = String::new();
+        s += &line(
+            serde_json::json!({"type":"assistant","uuid":"a1","sessionId":"S","timestamp":"2025-01-01T00:00:01Z","message":{"id":"m","model":"m","content":[
+                {"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/p/a.rs","offset":u64::MAX,"limit":u64::MAX}},
+                {"type":"tool_use","id":"t2","name":"Edit","input":{"file_path":"/p/b.rs","old_string":"a","new_string":"b"}}]}}),
+        );
+        s += &line(
+            serde_json::json!({"type":"user","uuid":"r1","sessionId":"S","timestamp":"2025-01-01T00:00:02Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"ok"}]},
+                "toolUseResult":{"structuredPatch":[{"newStart":u64::MAX,"newLines":u64::MAX}]}}),
+        );
+        let p = parse(s.as_bytes());
+        let files = &p.messages[0].files;
+        assert_eq!(files[0].line_ranges, vec![(u32::MAX, u32::MAX)]);
+        assert_eq!(files[1].line_ranges, vec![(u32::MAX, u32::MAX)]);
     }
 
     #[test]

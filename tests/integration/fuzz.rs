@@ -217,6 +217,31 @@ fn exercise_formats(rng: &mut Rng) {
     }
 }
 
+/// Cases the long runs found, replayed exactly: (file under `../shared/data`, seed, case).
+const REGRESSIONS: &[(&str, u64, u64)] = &[
+    // Line numbers near u64::MAX in a Read / Edit result overflowed (`ingest::claude`).
+    (
+        "transcripts/ryudae33+claude-settings/projects/C--Users-Administrator/0eb850b9-213f-477d-ab67-088dc48849af.jsonl",
+        20261123,
+        46122,
+    ),
+];
+
+fn case_rng(seed: u64, case: u64) -> Rng {
+    Rng(seed ^ case.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+}
+
+#[test]
+fn fuzz_regressions_stay_fixed() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    for &(file, seed, case) in REGRESSIONS {
+        let mut rng = case_rng(seed, case);
+        let _ = rng.next_u64(); // the file pick of the original run
+        let input = mutate(&std::fs::read(base.join(file)).unwrap(), &mut rng);
+        exercise(&input, &mut rng);
+    }
+}
+
 #[test]
 fn mutated_real_transcripts_never_panic() {
     let files = corpus();
@@ -229,7 +254,7 @@ fn mutated_real_transcripts_never_panic() {
     let started = std::time::Instant::now();
     let mut indexed = 0;
     for case in 0..cases {
-        let mut rng = Rng(seed ^ case.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut rng = case_rng(seed, case);
         let file = &files[(rng.next_u64() % files.len() as u64) as usize];
         let input = mutate(&std::fs::read(file).unwrap(), &mut rng);
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
