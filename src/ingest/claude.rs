@@ -20,6 +20,9 @@ use crate::doc::{CommitRef, FileAction, FileRef, Role};
 /// Message text longer than this (in bytes) is cut, with a marker saying how much was left
 /// out: a pasted 2 MB log is not a message anyone searches for as a whole.
 pub const MAX_MESSAGE_BYTES: usize = 24_000;
+/// A line longer than this is skipped (and reported) without being parsed. The longest line
+/// in the shared corpus is 2.1 MB (a pasted tool result).
+pub const MAX_LINE_BYTES: usize = 64 << 20;
 /// Files attached per Glob / Grep call at most.
 const MAX_LISTED_FILES: usize = 25;
 
@@ -181,6 +184,11 @@ pub fn parse(bytes: &[u8]) -> ParsedFile {
         }
         let trimmed = line.trim_ascii();
         if trimmed.is_empty() {
+            continue;
+        }
+        if trimmed.len() > MAX_LINE_BYTES {
+            let reason = format!("line of {} bytes is over the {MAX_LINE_BYTES}-byte limit", trimmed.len());
+            out.skipped.push(SkippedLine { line: line_no, reason });
             continue;
         }
         let value: Value = match serde_json::from_slice(trimmed) {
