@@ -16,9 +16,9 @@ use std::path::Path;
 use hnsw_rs::prelude::{AnnT, Distance, FilterT, Hnsw, HnswIo};
 use serde::{Deserialize, Serialize};
 
-use crate::docset::DocSet;
 use crate::embed::dot;
 use crate::error::{Error, Result};
+use crate::ids::DocSet;
 
 /// Chunks per document addressable in a data id.
 pub(crate) const MAX_CHUNKS: u64 = 256;

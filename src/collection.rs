@@ -639,7 +639,7 @@ impl Collection {
         // Leave room for the header's tokens (a date and a name: well under 24).
         let budget =
             if header.is_some() { self.options.chunk_tokens.saturating_sub(24) } else { self.options.chunk_tokens };
-        let ranges = crate::chunk::split(
+        let ranges = crate::text::chunk::split(
             &doc.content,
             &offsets,
             budget.max(16),
@@ -859,11 +859,11 @@ impl Collection {
     }
 
     /// The collection's sessions, decisions, files, topics and errors as a V1 export (see
-    /// [`crate::export`]; [`crate::export::encode`] turns it into the layered V2 form).
-    pub fn export_v1(&self) -> Result<crate::export::V1> {
+    /// [`crate::derive::export`]; [`crate::derive::export::encode`] turns it into the layered V2 form).
+    pub fn export_v1(&self) -> Result<crate::derive::export::V1> {
         let mut docs = self.documents_of_kind(DocKind::Summary)?;
         docs.extend(self.documents_of_kind(DocKind::Decision)?);
-        Ok(crate::export::v1_from_documents(&self.meta()?.project, &docs))
+        Ok(crate::derive::export::v1_from_documents(&self.meta()?.project, &docs))
     }
 
     /// Every document of one kind (unordered).

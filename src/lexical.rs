@@ -21,8 +21,8 @@ use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STORED, Schema, T
 use tantivy::tokenizer::{Language, Stemmer, TextAnalyzer, Token, TokenStream, Tokenizer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
-use crate::docset::DocSet;
 use crate::error::{Error, Result};
+use crate::ids::DocSet;
 
 const TOKENIZER: &str = "convdex";
 /// Most optional terms one query keeps (a quarter as many identifiers and required terms, an

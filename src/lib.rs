@@ -54,30 +54,28 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod ann;
-mod chunk;
 mod collection;
+pub mod derive;
 mod doc;
-mod docset;
 pub mod embed;
-pub mod enrich;
 mod error;
-pub mod export;
-pub mod extract;
 mod forget;
+mod ids;
 mod index;
 mod indexer;
 pub mod ingest;
 pub mod lexical;
-pub mod life;
 pub mod models;
 mod repair;
-pub mod runs;
-pub mod scrub;
 mod search;
 mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testutil;
 pub mod text;
+
+// Shorter paths to the most used pure modules.
+pub use derive::{export, extract, life, runs};
+pub use text::{enrich, scrub};
 
 pub use ann::{HnswParams, LoadFailure};
 pub use collection::{
@@ -92,14 +90,17 @@ pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder};
 pub use error::{Error, Result};
 pub use forget::{CompactReport, ForgetReport};
 pub use index::{CollectionInfo, Index, Opened, Options, Skipped, collection_name, validate_name};
+pub use indexer::import::{ImportReport, import_conversations, read_conversation};
+pub use indexer::runs::{SessionRuns, runs_in};
 pub use indexer::{
-    Config, ImportReport, IndexOptions, IndexReport, Progress, SessionRuns, default_tenant, encode_project_dir,
-    import_conversations, index_paths, index_paths_with_progress, normalize_name, read_conversation, runs_in,
+    Config, Failure, IndexOptions, IndexReport, Progress, default_tenant, index_paths, index_paths_with_progress,
 };
+pub use ingest::layout::{default_history, encode_project_dir};
 pub use repair::RepairReport;
 pub use search::{
     Context, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES, Plan, PlanPath, SearchBuilder, SearchMode, Signals,
 };
+pub use text::normalize_name;
 
 /// The README's code blocks, compiled as doctests so the README stays true.
 #[doc = include_str!("../README.md")]

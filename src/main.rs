@@ -302,13 +302,6 @@ fn data_dir(cli: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
     }
 }
 
-fn default_history() -> PathBuf {
-    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d).join("projects"),
-        None => dirs::home_dir().unwrap_or_default().join(".claude").join("projects"),
-    }
-}
-
 /// `convdex index --hook`: the hook's JSON on stdin names the transcript to index.
 fn hook_index(
     dir: &std::path::Path,
@@ -441,7 +434,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Index { paths, force, tenant, exclude, json, .. } => {
-            let paths = if paths.is_empty() { vec![default_history()] } else { paths };
+            let paths = if paths.is_empty() { vec![convdex::default_history()] } else { paths };
             let index = Index::open(&dir, Options::default())?;
             let mut options = IndexOptions { force, tenant, exclude, ..Default::default() };
             ops::apply_config(cli.config.as_deref(), &mut options)?;
@@ -648,7 +641,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Runs { path, session, readable, json } => {
-            let path = path.unwrap_or_else(default_history);
+            let path = path.unwrap_or_else(convdex::default_history);
             let mut sessions = convdex::runs_in(&path).with_context(|| format!("cannot read {}", path.display()))?;
             if let Some(s) = &session {
                 sessions.retain(|r| r.session_id.starts_with(s.as_str()));
@@ -790,7 +783,7 @@ fn doctor(
                 // Read the transcripts again: the repaired collection has no fingerprints, so its
                 // sessions whose transcripts still exist are indexed again (the other projects'
                 // sessions are unchanged and cost a `stat`).
-                let root = history.clone().unwrap_or_else(default_history);
+                let root = history.clone().unwrap_or_else(convdex::default_history);
                 if root.is_dir() {
                     let mut options = IndexOptions::default();
                     ops::apply_config(config, &mut options)?;

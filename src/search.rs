@@ -6,8 +6,8 @@ use redb::{ReadTransaction, ReadableDatabase, ReadableTableMetadata};
 
 use crate::collection::{Collection, get_doc};
 use crate::doc::{DocKind, Document};
-use crate::docset::DocSet;
 use crate::error::{Error, Result};
+use crate::ids::DocSet;
 use crate::store::tables::*;
 
 /// The most hits one search returns ([`SearchBuilder::limit`]); more is [`Error::LimitTooLarge`].

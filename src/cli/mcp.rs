@@ -306,7 +306,7 @@ impl Server {
         let index = self.index.clone();
         let config = self.config.clone();
         blocking(move || {
-            let path = p.path.map(PathBuf::from).unwrap_or_else(crate::default_history);
+            let path = p.path.map(PathBuf::from).unwrap_or_else(convdex::default_history);
             if !path.exists() {
                 anyhow::bail!(
                     "{} does not exist; give a projects root, a project folder or a .jsonl file",

@@ -1,11 +1,15 @@
-//! Pure text helpers that every other module may use: cutting text at character boundaries,
-//! case-insensitive search that returns offsets valid in the original string, and file paths
-//! as users and agents write them ([`paths`]).
+//! Pure text work that every other module may use: cutting text at character boundaries,
+//! case-insensitive search that returns offsets valid in the original string, file paths as
+//! users and agents write them ([`paths`]), secrets out ([`scrub`]), tags and domains
+//! ([`enrich`]), and long texts into model-sized pieces (`chunk`).
 //!
 //! Nothing here slices a `str` at a byte offset it has not checked: a cut that would land
 //! inside a character moves to the boundary before it.
 
+pub(crate) mod chunk;
+pub mod enrich;
 pub mod paths;
+pub mod scrub;
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
 pub fn prefix_bytes(s: &str, max: usize) -> &str {
@@ -57,6 +61,22 @@ pub fn rfind_ci(haystack: &str, needle: &str) -> Option<usize> {
 pub fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     let head = s.as_bytes().get(..prefix.len())?;
     if head.eq_ignore_ascii_case(prefix.as_bytes()) { s.get(prefix.len()..) } else { None }
+}
+
+/// A valid collection name part from free text: lower-cased letters and digits of any script
+/// kept (`AI科普画册` → `ai科普画册`), other characters → `-`, at most 48 bytes.
+pub fn normalize_name(raw: &str) -> String {
+    let s: String = raw.to_lowercase().chars().map(|c| if c.is_alphanumeric() || c == '_' { c } else { '-' }).collect();
+    let s = s.trim_matches(|c| c == '-' || c == '_');
+    let mut out = String::new();
+    for c in s.chars() {
+        if out.len() + c.len_utf8() > 48 {
+            break;
+        }
+        out.push(c);
+    }
+    let out = out.trim_end_matches(['-', '_']).to_string();
+    if out.is_empty() { "project".into() } else { out }
 }
 
 /// Whitespace collapsed to single spaces, cut at `max` characters with an ellipsis.

@@ -540,7 +540,7 @@ pub fn session_runs(main: Option<&[u8]>, sidechains: &[Sidechain<'_>], root: Opt
                       stats: Option<SideStats>,
                       duration: Option<u64>,
                       failure: Option<String>| {
-        let department = crate::indexer::normalize_name(agent_type);
+        let department = crate::text::normalize_name(agent_type);
         let department = if valid_department(&department) { department } else { "subagent".to_string() };
         let attempt = attempts.entry((department.clone(), description.to_string())).or_insert(0);
         *attempt += 1;
@@ -560,7 +560,7 @@ pub fn session_runs(main: Option<&[u8]>, sidechains: &[Sidechain<'_>], root: Opt
             duration_ms: duration.or(span).unwrap_or(0),
             error: failure,
             summary: compact_summary(
-                &crate::scrub::scrub(if description.is_empty() {
+                &crate::text::scrub::scrub(if description.is_empty() {
                     stats.first_prompt.as_deref().unwrap_or("")
                 } else {
                     description

@@ -1,0 +1,256 @@
+//! A session's documents from its parsed transcript files, with no storage and no model:
+//! message documents (scrubbed, relative paths, tags and domain), decision documents (ids from
+//! the source message and the decision's ordinal) and one summary document.
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::doc::{
+    CommitRef, DecisionFields, DocBody, DocKind, Document, ExtractionMethod, FileAction, FileRef, MessageFields, Role,
+    SummaryFields, now_millis,
+};
+use crate::ingest::claude::{self, ParsedFile};
+use crate::text::scrub::{RedactionCounts, scrub};
+
+/// One transcript file of a session, parsed, with the sub-agent type for sub-agent files.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionFile<'a> {
+    /// The parsed file.
+    pub parsed: &'a ParsedFile,
+    /// `None` for the main transcript.
+    pub agent: Option<&'a str>,
+}
+
+/// Text for a message that only made tool calls: what it did to which files.
+fn activity(files: &[FileRef], commits: &[CommitRef]) -> String {
+    let mut parts: Vec<String> = files
+        .iter()
+        .filter(|f| f.action != FileAction::Read)
+        .map(|f| format!("{} {}", f.action.as_str(), f.path))
+        .collect();
+    for c in commits {
+        parts.push(format!("committed {} {}", c.sha, c.message));
+    }
+    parts.join("; ")
+}
+
+/// Message documents of a session's files in order (a message seen in two files once), and the
+/// secrets redacted from them, per kind.
+pub fn documents(session: &str, root: &str, files: &[SessionFile<'_>]) -> (Vec<Document>, RedactionCounts) {
+    let mut redactions = RedactionCounts::new();
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut index = 0u64;
+    for f in files {
+        let (pf, agent) = (f.parsed, f.agent);
+        for m in &pf.messages {
+            if m.uuid.is_empty() || !seen.insert(m.uuid.clone()) {
+                continue;
+            }
+            let files: Vec<FileRef> =
+                m.files.iter().map(|f| FileRef { path: claude::relative_to(&f.path, root), ..f.clone() }).collect();
+            let raw = if m.text.trim().is_empty() { activity(&files, &m.commits) } else { m.text.clone() };
+            if raw.trim().is_empty() {
+                continue;
+            }
+            let (content, counts) = scrub(&raw);
+            for (k, n) in counts {
+                *redactions.entry(k).or_default() += n;
+            }
+            let commits =
+                m.commits.iter().map(|c| CommitRef { sha: c.sha.clone(), message: scrub(&c.message).0 }).collect();
+            let mut tags = crate::text::enrich::tags(&content, &files);
+            if let Some(a) = agent {
+                tags.push(format!("agent:{}", crate::text::normalize_name(a)));
+            }
+            let domain = crate::text::enrich::domain(&content, &files);
+            out.push(Document {
+                id: Document::stable_id(session, DocKind::Message, &m.uuid),
+                session_id: session.to_string(),
+                timestamp: m.timestamp,
+                content,
+                tags,
+                domain,
+                files_discussed: files,
+                commits_made: commits,
+                indexed_at: now_millis(),
+                extraction_method: ExtractionMethod::Heuristic,
+                body: DocBody::Message(MessageFields {
+                    role: m.role,
+                    message_uuid: m.uuid.clone(),
+                    message_index: index,
+                    speaker: None,
+                    agent: agent.map(str::to_string),
+                }),
+            });
+            index += 1;
+        }
+    }
+    (out, redactions)
+}
+
+/// Decision documents for the messages of one session (heuristic extraction, see
+/// [`crate::derive::extract`]). Ids are derived from the source message and the decision's ordinal.
+pub fn decision_documents(messages: &[Document]) -> Vec<Document> {
+    let messages: Vec<(&Document, &MessageFields)> = messages
+        .iter()
+        .filter_map(|m| match &m.body {
+            DocBody::Message(mf) => Some((m, mf)),
+            _ => None,
+        })
+        .collect();
+    let turns = messages.iter().map(|(m, mf)| crate::derive::extract::Turn { role: mf.role, text: &m.content });
+    let mut out: Vec<Document> = Vec::new();
+    let mut ordinal = 0;
+    let mut last = usize::MAX;
+    for (i, d) in crate::derive::extract::extract_all(turns) {
+        let (m, mf) = messages[i];
+        ordinal = if i == last { ordinal + 1 } else { 0 };
+        last = i;
+        let k = ordinal;
+        out.push(Document {
+            id: Document::stable_id(&m.session_id, DocKind::Decision, &format!("{}#{k}", mf.message_uuid)),
+            session_id: m.session_id.clone(),
+            timestamp: m.timestamp,
+            content: d.content,
+            tags: m.tags.clone(),
+            domain: m.domain.clone(),
+            files_discussed: m.files_discussed.clone(),
+            commits_made: m.commits_made.clone(),
+            indexed_at: now_millis(),
+            extraction_method: ExtractionMethod::Heuristic,
+            body: DocBody::Decision(DecisionFields {
+                summary: d.summary,
+                alternatives: d.alternatives,
+                reasoning: d.reasoning,
+                confidence: d.confidence,
+                source_message_uuid: mf.message_uuid.clone(),
+                status: d.status,
+                superseded_by: None,
+                supersedes: Vec::new(),
+            }),
+        });
+    }
+    out
+}
+
+fn first_sentence(text: &str, max: usize) -> String {
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut = one.find(". ").and_then(|i| one.get(..=i)).unwrap_or(&one);
+    if cut.chars().count() > max {
+        format!("{}…", cut.chars().take(max - 1).collect::<String>())
+    } else {
+        cut.to_string()
+    }
+}
+
+/// The session's `summary` document: goal, outcome, topics, files, decisions, commits, errors
+/// (resolved when the same tool later succeeded), duration; `content` is a readable paragraph.
+pub fn summary_document(session: &str, inputs: &[SessionFile<'_>], docs: &[Document]) -> Option<Document> {
+    let messages: Vec<&Document> = docs.iter().filter(|d| d.kind() == DocKind::Message).collect();
+    let first_user = messages
+        .iter()
+        .find(|d| matches!(&d.body, DocBody::Message(m) if m.role == Role::User && m.agent.is_none()))?;
+    let last_assistant = messages
+        .iter()
+        .rev()
+        .find(|d| matches!(&d.body, DocBody::Message(m) if m.role == Role::Assistant && m.agent.is_none()));
+    let start = messages.iter().map(|d| d.timestamp).min()?;
+    let end = messages.iter().map(|d| d.timestamp).max()?;
+    let goal = first_sentence(&first_user.content, 200);
+    let outcome = last_assistant.map(|d| first_sentence(&d.content, 200)).unwrap_or_default();
+    let mut files: Vec<FileRef> = Vec::new();
+    let mut commits = Vec::new();
+    let mut tag_counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in &messages {
+        for f in &d.files_discussed {
+            match files.iter_mut().find(|x| x.path == f.path) {
+                Some(x) => x.action = x.action.max(f.action),
+                None => files.push(FileRef { path: f.path.clone(), line_ranges: vec![], action: f.action }),
+            }
+        }
+        for c in &d.commits_made {
+            if !commits.contains(c) {
+                commits.push(c.clone());
+            }
+        }
+        for t in &d.tags {
+            if !t.starts_with("agent:") {
+                *tag_counts.entry(t.as_str()).or_default() += 1;
+            }
+        }
+    }
+    let mut topics: Vec<(&str, usize)> = tag_counts.into_iter().collect();
+    topics.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let key_topics: Vec<String> = topics.into_iter().take(6).map(|(t, _)| t.to_string()).collect();
+    let decisions: Vec<&Document> = docs.iter().filter(|d| d.kind() == DocKind::Decision).collect();
+    let mut errors = Vec::new();
+    for f in inputs {
+        let pf = f.parsed;
+        for e in &pf.errors {
+            let resolved = pf.successes.iter().any(|(tool, t)| *tool == e.tool && *t > e.timestamp);
+            let (text, _) = scrub(&format!("{}: {}", e.tool, e.text));
+            errors.push((text, resolved));
+        }
+    }
+    let tasks: Vec<(String, bool)> = inputs.first().map(|f| f.parsed.tasks.clone()).unwrap_or_default();
+    let tasks_completed: Vec<String> = tasks.iter().filter(|t| t.1).map(|t| scrub(&t.0).0).collect();
+    let tasks_remaining: Vec<String> = tasks.iter().filter(|t| !t.1).map(|t| scrub(&t.0).0).collect();
+    let edited: Vec<&str> =
+        files.iter().filter(|f| f.action != FileAction::Read).map(|f| f.path.as_str()).take(8).collect();
+    let mut content = format!("Goal: {goal}");
+    if !outcome.is_empty() {
+        content.push_str(&format!(" Outcome: {outcome}"));
+    }
+    if !key_topics.is_empty() {
+        content.push_str(&format!(" Topics: {}.", key_topics.join(", ")));
+    }
+    if !edited.is_empty() {
+        content.push_str(&format!(" Files changed: {}.", edited.join(", ")));
+    }
+    for d in decisions.iter().take(5) {
+        if let DocBody::Decision(f) = &d.body {
+            content.push_str(&format!(" Decided: {}.", f.summary));
+        }
+    }
+    for c in commits.iter().take(5) {
+        content.push_str(&format!(" Commit {} {}.", c.sha, c.message));
+    }
+    if !tasks.is_empty() {
+        content.push_str(&format!(" Tasks: {} done, {} open", tasks_completed.len(), tasks_remaining.len()));
+        if let Some(t) = tasks_remaining.first() {
+            content.push_str(&format!(" (next: {t})"));
+        }
+        content.push('.');
+    }
+    let unresolved = errors.iter().filter(|e| !e.1).count();
+    if !errors.is_empty() {
+        content.push_str(&format!(" {} tool errors, {unresolved} unresolved.", errors.len()));
+    }
+    let minutes = (end - start).num_minutes();
+    content.push_str(&format!(" {} messages over {minutes} min.", messages.len()));
+    Some(Document {
+        id: Document::stable_id(session, DocKind::Summary, ""),
+        session_id: session.to_string(),
+        timestamp: end,
+        content,
+        tags: key_topics.clone(),
+        domain: first_user.domain.clone(),
+        files_discussed: files,
+        commits_made: commits,
+        indexed_at: now_millis(),
+        extraction_method: ExtractionMethod::Heuristic,
+        body: DocBody::Summary(SummaryFields {
+            goal,
+            outcome,
+            key_topics,
+            decisions: decisions.iter().map(|d| d.id).collect(),
+            errors,
+            tasks_completed,
+            tasks_remaining,
+            previous_session: None,
+            next_session: None,
+            started_at_ms: start.timestamp_millis(),
+            ended_at_ms: end.timestamp_millis(),
+        }),
+    })
+}

@@ -1,0 +1,121 @@
+//! Structured conversations (Slack, Discord, WhatsApp, LoCoMo…) into a collection: one message
+//! document per turn, the conversation as the session, its header (source, people, user, tags,
+//! metadata) kept under `import:<id>` in the `sessions` table.
+
+use serde::{Deserialize, Serialize};
+
+use crate::collection::{Collection, SessionWrite};
+use crate::doc::{DocBody, DocKind, Document, ExtractionMethod, MessageFields, Role, now_millis};
+use crate::error::Result;
+use crate::text::scrub::scrub;
+
+/// Result of importing structured conversations.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ImportReport {
+    /// Conversations imported.
+    pub conversations: usize,
+    /// Message documents written.
+    pub messages: usize,
+    /// Documents rejected, with the reason.
+    pub invalid: Vec<crate::ingest::structured::Invalid>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct ImportHeader {
+    source: String,
+    people: Vec<String>,
+    user: String,
+    tags: Vec<String>,
+    metadata: Vec<(String, String)>,
+}
+
+pub(crate) fn import_key(id: &str) -> String {
+    format!("import:{id}")
+}
+
+/// Imports validated structured conversations into a collection: one message document per
+/// turn (speaker kept; `role` user for the primary user, other for everyone else; tagged with
+/// the conversation's tags and `source:<source>`), the conversation as the session. Importing
+/// the same conversation again replaces it; importing a forgotten one
+/// ([`Collection::forget_session`]) is an explicit request and brings it back.
+pub fn import_conversations(
+    coll: &Collection,
+    conversations: &[crate::ingest::structured::Conversation],
+) -> Result<ImportReport> {
+    let mut report = ImportReport::default();
+    for c in conversations {
+        let mut tags: Vec<String> = c.tags.iter().map(|t| t.to_lowercase()).collect();
+        tags.push(format!("source:{}", c.source.to_lowercase()));
+        tags.sort();
+        tags.dedup();
+        let docs: Vec<Document> = c
+            .turns
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Document {
+                id: Document::stable_id(&c.id, DocKind::Message, &i.to_string()),
+                session_id: c.id.clone(),
+                timestamp: t.time,
+                content: scrub(&t.content).0,
+                tags: tags.clone(),
+                domain: None,
+                files_discussed: Vec::new(),
+                commits_made: Vec::new(),
+                indexed_at: now_millis(),
+                extraction_method: ExtractionMethod::Import,
+                body: DocBody::Message(MessageFields {
+                    role: if t.speaker == c.user { Role::User } else { Role::Other },
+                    message_uuid: format!("{}:{i}", c.id),
+                    message_index: i as u64,
+                    speaker: Some(t.speaker.clone()),
+                    agent: None,
+                }),
+            })
+            .collect();
+        let header = ImportHeader {
+            source: c.source.clone(),
+            people: c.people.clone(),
+            user: c.user.clone(),
+            tags: c.tags.clone(),
+            metadata: c.metadata.clone(),
+        };
+        // The conversation replaces any earlier import of it, with its header, in one transaction.
+        coll.write_session(SessionWrite {
+            session_id: &c.id,
+            replace: true,
+            docs: &docs,
+            state: Some((import_key(&c.id), crate::store::codec::encode(&header))),
+            unforget: true,
+        })?;
+        report.conversations += 1;
+        report.messages += docs.len();
+    }
+    Ok(report)
+}
+
+/// Reads an imported conversation back (scrubbed text, as stored).
+pub fn read_conversation(coll: &Collection, id: &str) -> Result<Option<crate::ingest::structured::Conversation>> {
+    let Some(bytes) = coll.get_session_bytes(&import_key(id))? else { return Ok(None) };
+    let h: ImportHeader = crate::store::codec::decode("import header", &bytes)?;
+    let turns = coll
+        .session_documents(id)?
+        .into_iter()
+        .filter_map(|d| match d.body {
+            DocBody::Message(m) => Some(crate::ingest::structured::Turn {
+                speaker: m.speaker.unwrap_or_default(),
+                content: d.content,
+                time: d.timestamp,
+            }),
+            _ => None,
+        })
+        .collect();
+    Ok(Some(crate::ingest::structured::Conversation {
+        id: id.to_string(),
+        source: h.source,
+        people: h.people,
+        user: h.user,
+        turns,
+        tags: h.tags,
+        metadata: h.metadata,
+    }))
+}

@@ -1,0 +1,407 @@
+//! Indexing Claude Code histories: find the session files ([`crate::ingest::layout`]), parse
+//! them, build their documents ([`crate::derive::session`]), and write each session with its
+//! fingerprint ([`fingerprint`]) in one transaction, so unchanged sessions cost a `stat` and a
+//! killed run leaves every session whole.
+
+pub(crate) mod fingerprint;
+pub(crate) mod import;
+pub(crate) mod runs;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::collection::{Collection, SessionWrite};
+use crate::derive::session::{self, SessionFile};
+use crate::doc::DocKind;
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::ingest::claude::{self, SkippedLine};
+use crate::ingest::layout::{ProjectFolder, SessionFiles, discover};
+use crate::text::normalize_name;
+use crate::text::scrub::RedactionCounts;
+use fingerprint::{FileState, SessionState, file_state};
+
+/// Options of an indexing run. Every field documents its default.
+#[derive(Debug, Clone, Default)]
+pub struct IndexOptions {
+    /// Delete each session's documents and index it again. Default: false.
+    pub force: bool,
+    /// Tenant of the collections written. Default: the OS user (`$USER`), else `local`.
+    pub tenant: Option<String>,
+    /// Skip session files whose path contains any of these strings. Default: none.
+    pub exclude: Vec<String>,
+    /// Skip projects whose folder name or recorded path contains any of these strings.
+    /// Default: none.
+    pub exclude_projects: Vec<String>,
+}
+
+/// Settings read from a config file (`~/.config/convdex/config.json` by default):
+/// `{"exclude_projects": ["scratch"], "exclude_paths": ["/tmp/"]}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Added to [`IndexOptions::exclude_projects`].
+    pub exclude_projects: Vec<String>,
+    /// Added to [`IndexOptions::exclude`].
+    pub exclude_paths: Vec<String>,
+}
+
+impl Config {
+    /// Reads a config file; a missing file is the default config.
+    pub fn load(path: &Path) -> Result<Config> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| {
+                Error::InvalidArgument(format!(
+                    "config file {}: {e}; expected {{\"exclude_projects\": [..], \"exclude_paths\": [..]}}",
+                    path.display()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+
+    /// Applies the config to indexing options.
+    pub fn apply(&self, options: &mut IndexOptions) {
+        options.exclude_projects.extend(self.exclude_projects.iter().cloned());
+        options.exclude.extend(self.exclude_paths.iter().cloned());
+    }
+}
+
+/// Folders written by other memory tools' automated sessions (claude-mem observers): they would
+/// flood search with machine-written prompts, so they are never indexed.
+const AUTOMATED_PROJECT_MARKERS: &[&str] = &["claude-mem-observer", "observer-sessions"];
+
+/// What an indexing run did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IndexReport {
+    /// Sessions indexed for the first time.
+    pub sessions_new: usize,
+    /// Sessions that grew since the last run.
+    pub sessions_appended: usize,
+    /// Sessions rewritten or forced (re-indexed from scratch).
+    pub sessions_reindexed: usize,
+    /// Sessions unchanged since the last run.
+    pub sessions_skipped: usize,
+    /// Sessions skipped because they were forgotten (`convdex forget`); `force` indexes them again.
+    pub sessions_forgotten: usize,
+    /// Message documents written.
+    pub messages: usize,
+    /// Vectors written.
+    pub chunks: usize,
+    /// Decisions extracted (in sessions indexed by this run).
+    pub decisions: usize,
+    /// Chunks the model embedded (the rest came from the cache).
+    pub embedded: usize,
+    /// Lines skipped, with their file.
+    pub skipped_lines: Vec<(PathBuf, SkippedLine)>,
+    /// Secrets redacted, per kind.
+    pub redactions: RedactionCounts,
+    /// Collections written to.
+    pub collections: Vec<String>,
+    /// Project folders skipped by exclusion rules.
+    pub projects_excluded: usize,
+    /// Sessions, project folders and paths that could not be indexed, and why. The run went on
+    /// without them; the next run tries them again.
+    pub failures: Vec<Failure>,
+    /// Wall time.
+    #[serde(skip)]
+    pub elapsed: Duration,
+}
+
+impl std::fmt::Display for IndexReport {
+    /// One line: sessions by outcome, documents, chunks, skipped lines, redactions, time.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "sessions: {} new, {} appended, {} re-indexed, {} unchanged, {} forgotten; {} messages, {} decisions, {} chunks \
+             ({} embedded); {} lines skipped; {} failed; redactions: {:?}; {:.1} s",
+            self.sessions_new,
+            self.sessions_appended,
+            self.sessions_reindexed,
+            self.sessions_skipped,
+            self.sessions_forgotten,
+            self.messages,
+            self.decisions,
+            self.chunks,
+            self.embedded,
+            self.skipped_lines.len(),
+            self.failures.len(),
+            self.redactions,
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
+
+/// Something an indexing run could not do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Failure {
+    /// The file or folder.
+    pub path: PathBuf,
+    /// The session, when one session failed.
+    pub session: Option<String>,
+    /// What went wrong and, where there is one, the fix.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Failure {
+    /// `<path> (session <id>): <reason>`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(s) = &self.session {
+            write!(f, " (session {s})")?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+/// The default tenant: the OS user (`$USER`, `$USERNAME`), normalised, else `local`.
+pub fn default_tenant() -> String {
+    let user = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_default();
+    let n = normalize_name(&user);
+    if user.is_empty() { "local".into() } else { n }
+}
+
+/// Progress of an indexing run, reported once per session.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// Sessions handled so far (this one included).
+    pub done: usize,
+    /// Sessions found.
+    pub total: usize,
+    /// The session's id.
+    pub session: &'a str,
+}
+
+/// Indexes every session under `paths` into one collection per project.
+pub fn index_paths(index: &Index, paths: &[PathBuf], options: &IndexOptions) -> Result<IndexReport> {
+    index_paths_with_progress(index, paths, options, &mut |_| {})
+}
+
+/// [`index_paths`] with a callback after each session (for progress bars).
+pub fn index_paths_with_progress(
+    index: &Index,
+    paths: &[PathBuf],
+    options: &IndexOptions,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<IndexReport> {
+    let start = Instant::now();
+    let mut report = IndexReport::default();
+    let tenant = options.tenant.clone().unwrap_or_else(default_tenant);
+    let mut folders = Vec::new();
+    let mut first_error = None;
+    for path in paths {
+        let found = match discover(path) {
+            Ok(f) => f,
+            Err(e) => {
+                report.failures.push(Failure { path: path.clone(), session: None, reason: e.chain() });
+                first_error.get_or_insert(e);
+                continue;
+            }
+        };
+        for folder in found {
+            let name = folder.dir.to_string_lossy().to_lowercase();
+            let path = folder.project.clone().unwrap_or_default().to_lowercase();
+            let excluded = AUTOMATED_PROJECT_MARKERS.iter().any(|m| name.contains(m) || path.contains(m))
+                || options.exclude_projects.iter().any(|x| {
+                    let x = x.to_lowercase();
+                    name.contains(&x) || path.contains(&x)
+                });
+            if excluded {
+                report.projects_excluded += 1;
+            } else {
+                folders.push(folder);
+            }
+        }
+    }
+    // Nothing to index because every path given is wrong: that is an error, not a report.
+    if let Some(e) = first_error
+        && report.failures.len() == paths.len()
+    {
+        return Err(e);
+    }
+    let total = folders.iter().map(|f| f.sessions.len()).sum();
+    let mut done = 0;
+    for folder in &folders {
+        // One project that cannot be written (busy, damaged, unreadable) does not stop the others.
+        let r = index_folder(index, &tenant, folder, options, &mut report, &mut |session| {
+            done += 1;
+            progress(Progress { done, total, session });
+        });
+        if let Err(e) = r {
+            report.failures.push(Failure { path: folder.dir.clone(), session: None, reason: e.chain() });
+        }
+    }
+    report.collections.sort();
+    report.collections.dedup();
+    report.elapsed = start.elapsed();
+    Ok(report)
+}
+
+fn open_project(index: &Index, tenant: &str, folder: &ProjectFolder) -> Result<std::sync::Arc<Collection>> {
+    let path = folder.project.clone();
+    let base = match &path {
+        Some(p) => normalize_name(p.replace('\\', "/").trim_end_matches('/').rsplit('/').next().unwrap_or(p)),
+        None => normalize_name(&folder.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+    };
+    let key = path.clone().unwrap_or_else(|| folder.dir.to_string_lossy().into_owned());
+    let coll = index.collection_with(tenant, &base, Some(&key))?;
+    match coll.meta()?.project_path {
+        Some(p) if p != key => {
+            // Another project with the same last path component owns the plain name.
+            let h = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
+            index.collection_with(tenant, &format!("{base}-{:06x}", h & 0xff_ffff), Some(&key))
+        }
+        Some(_) => Ok(coll),
+        None => {
+            coll.update_meta(|m| m.project_path = Some(key.clone()))?;
+            Ok(coll)
+        }
+    }
+}
+
+fn index_folder(
+    index: &Index,
+    tenant: &str,
+    folder: &ProjectFolder,
+    options: &IndexOptions,
+    report: &mut IndexReport,
+    tick: &mut dyn FnMut(&str),
+) -> Result<()> {
+    let sessions: Vec<&SessionFiles> = folder
+        .sessions
+        .iter()
+        .filter(|s| {
+            let all = s.main.iter().chain(s.subagents.iter().map(|(p, _)| p));
+            !all.into_iter().any(|p| options.exclude.iter().any(|x| p.to_string_lossy().contains(x.as_str())))
+        })
+        .collect();
+    if sessions.is_empty() {
+        return Ok(());
+    }
+    let coll = open_project(index, tenant, folder)?;
+    let root = coll.meta()?.project_path.unwrap_or_default();
+    report.collections.push(coll.name().to_string());
+    for s in sessions {
+        // A session that cannot be read or written is reported and skipped; its fingerprint is
+        // not stored, so the next run tries it again.
+        if let Err(e) = coll.guarded(|c| index_session(c, &root, s, options, report)) {
+            let path = s.main.clone().or_else(|| s.subagents.first().map(|x| x.0.clone())).unwrap_or_default();
+            let fatal = matches!(e, Error::Damaged { .. } | Error::InUse { .. });
+            report.failures.push(Failure { path, session: Some(s.id.clone()), reason: e.chain() });
+            if fatal {
+                return Ok(());
+            }
+        }
+        tick(&s.id);
+    }
+    crate::derive::life::relink(&coll)?;
+    coll.touch_indexed_at(chrono::Utc::now())?;
+    coll.flush()?;
+    Ok(())
+}
+
+fn index_session(
+    coll: &Collection,
+    root: &str,
+    s: &SessionFiles,
+    options: &IndexOptions,
+    report: &mut IndexReport,
+) -> Result<()> {
+    let files: Vec<(&PathBuf, Option<&str>)> = s
+        .main
+        .iter()
+        .map(|p| (p, None))
+        .chain(s.subagents.iter().map(|(p, t)| (p, Some(t.as_deref().unwrap_or("subagent")))))
+        .collect();
+    let forgotten = coll.is_forgotten(&s.id)?;
+    if forgotten && !options.force {
+        report.sessions_forgotten += 1;
+        return Ok(());
+    }
+    let previous: Option<SessionState> = coll.session_state(&s.id)?;
+    let stats: Vec<(&Path, Option<(u64, i64)>)> = files.iter().map(|(p, _)| (p.as_path(), file_state(p))).collect();
+    if !options.force && previous.as_ref().is_some_and(|prev| prev.unchanged(&stats)) {
+        report.sessions_skipped += 1;
+        return Ok(());
+    }
+    // Read and parse every file of the session.
+    let mut parsed = Vec::with_capacity(files.len());
+    let mut states = Vec::with_capacity(files.len());
+    // Appended: every file seen last time still starts with the bytes consumed then.
+    let mut appended = !options.force && previous.is_some();
+    for (p, st) in &stats {
+        let bytes = std::fs::read(p).map_err(|e| Error::io(p, e))?;
+        let pf = claude::parse(&bytes);
+        for sk in &pf.skipped {
+            report.skipped_lines.push((p.to_path_buf(), sk.clone()));
+        }
+        let (size, mtime_ms) = st.unwrap_or((bytes.len() as u64, 0));
+        let path = p.to_string_lossy().into_owned();
+        if let Some(prev) = &previous {
+            appended &= prev.kept_prefix(&path, &bytes);
+        }
+        let head = bytes.get(..pf.consumed).unwrap_or_default();
+        states.push(FileState {
+            path,
+            size,
+            mtime_ms,
+            consumed: pf.consumed as u64,
+            prefix_hash: xxhash_rust::xxh3::xxh3_64(head),
+        });
+        parsed.push(pf);
+    }
+    // A file that disappeared since last time is a rewrite, not an append.
+    if let Some(prev) = &previous {
+        appended &= prev.files.iter().all(|old| states.iter().any(|st| st.path == old.path));
+    }
+    let inputs: Vec<SessionFile<'_>> =
+        parsed.iter().zip(&files).map(|(pf, (_, agent))| SessionFile { parsed: pf, agent: *agent }).collect();
+    let (mut docs, redactions) = session::documents(&s.id, root, &inputs);
+    for (k, n) in redactions {
+        *report.redactions.entry(k).or_default() += n;
+    }
+    let decisions = session::decision_documents(&docs);
+    docs.extend(decisions);
+    if let Some(summary) = session::summary_document(&s.id, &inputs, &docs) {
+        docs.push(summary);
+    }
+    // On append, only messages not stored yet (or changed) are written.
+    let mut fresh = Vec::with_capacity(docs.len());
+    for d in docs {
+        if appended
+            && coll.get(d.id)?.is_some_and(|old| old.content == d.content && old.files_discussed == d.files_discussed)
+        {
+            continue;
+        }
+        fresh.push(d);
+    }
+    let state = SessionState { files: states, messages: parsed.iter().map(|pf| pf.messages.len()).sum() };
+    // One transaction: a re-indexed session's old documents go, its new documents and its
+    // fingerprint come, and its tombstone (when forced) goes, or none of it happens.
+    let r = coll.write_session(SessionWrite {
+        session_id: &s.id,
+        replace: !appended,
+        docs: &fresh,
+        state: Some((s.id.clone(), crate::store::codec::encode(&state))),
+        unforget: forgotten,
+    })?;
+    report.chunks += r.chunks;
+    report.embedded += r.embedded;
+    report.messages += fresh.iter().filter(|d| d.kind() == DocKind::Message).count();
+    report.decisions += fresh.iter().filter(|d| d.kind() == DocKind::Decision).count();
+    match (&previous, appended) {
+        (None, _) => report.sessions_new += 1,
+        (Some(_), true) => report.sessions_appended += 1,
+        (Some(_), false) => report.sessions_reindexed += 1,
+    }
+    Ok(())
+}
+
+impl Collection {
+    fn session_state(&self, id: &str) -> Result<Option<SessionState>> {
+        self.get_session_bytes(id)?.map(|b| crate::store::codec::decode("session state", &b)).transpose()
+    }
+}

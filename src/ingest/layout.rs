@@ -1,0 +1,211 @@
+//! Where Claude Code keeps its transcripts, and which files make a session: the main
+//! `<session>.jsonl`, sub-agents in `<session>/subagents/agent-*.jsonl` (agent type from the
+//! `.meta.json` beside each) and the older `agent-*.jsonl` beside the sessions (attached by their
+//! `sessionId`); Claude Code's own internal agents are left out. A project is named by the
+//! working directory its sessions record.
+//!
+//! Reads directories and the first 64 KiB of session files; parses nothing else.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// The default Claude Code history: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`.
+pub fn default_history() -> PathBuf {
+    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d).join("projects"),
+        None => dirs::home_dir().unwrap_or_default().join(".claude").join("projects"),
+    }
+}
+
+/// One session's files.
+#[derive(Debug, Clone, Default)]
+pub struct SessionFiles {
+    /// Session id (the main file's name).
+    pub id: String,
+    /// The main transcript, when it still exists.
+    pub main: Option<PathBuf>,
+    /// Sub-agent transcripts with their agent type when known.
+    pub subagents: Vec<(PathBuf, Option<String>)>,
+}
+
+/// A project folder and its sessions.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectFolder {
+    /// The folder.
+    pub dir: PathBuf,
+    /// The project's path as its sessions record it (see [`project_path`]), read once.
+    pub project: Option<String>,
+    /// Its sessions, by id.
+    pub sessions: Vec<SessionFiles>,
+}
+
+/// Sub-agents that are Claude Code's own machinery, not user-visible work.
+fn internal_agent(name: &str) -> bool {
+    ["acompact", "aprompt_suggestion", "aside_question"].iter().any(|k| name.contains(k))
+}
+
+fn jsonl(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "jsonl"))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// The agent type recorded in a sub-agent's `.meta.json`.
+pub(crate) fn agent_type(path: &Path) -> Option<String> {
+    let meta = path.with_extension("meta.json");
+    let text = std::fs::read_to_string(meta).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("agentType").and_then(|t| t.as_str()).map(str::to_string)
+}
+
+/// First `sessionId` in the first 64 KiB of a file.
+fn peek_session_id(path: &Path) -> Option<String> {
+    peek_field(path, "sessionId")
+}
+
+fn peek_field(path: &Path, field: &str) -> Option<String> {
+    use std::io::Read;
+    let mut buf = vec![0u8; 64 * 1024];
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut buf)).ok()?;
+    for line in buf[..n].split(|b| *b == b'\n') {
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(line)
+            && let Some(s) = v.get(field).and_then(|s| s.as_str())
+        {
+            return Some(s.to_string());
+        }
+    }
+    None
+}
+
+/// Finds the session files under `path`: a projects root, one project folder, or one file.
+pub fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
+    if path.is_file() {
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            return Err(Error::InvalidArgument(format!(
+                "{} is not a Claude Code transcript (a `.jsonl` session file); give a projects root \
+                 (~/.claude/projects), one project folder, or one session file",
+                path.display()
+            )));
+        }
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session").to_string();
+        let mut s = SessionFiles { id: id.clone(), main: Some(path.to_path_buf()), subagents: vec![] };
+        s.subagents = subagents_of(&dir, &id);
+        let mut folder = ProjectFolder { dir, project: None, sessions: vec![s] };
+        folder.project = project_path(&folder);
+        return Ok(vec![folder]);
+    }
+    if !path.is_dir() {
+        return Err(Error::NotFound(format!("transcript path {}", path.display())));
+    }
+    let direct = jsonl(path);
+    let has_session_dirs =
+        std::fs::read_dir(path).map(|rd| rd.flatten().any(|e| e.path().join("subagents").is_dir())).unwrap_or(false);
+    if !direct.is_empty() || has_session_dirs {
+        return Ok(vec![project_folder(path)]);
+    }
+    let mut out = Vec::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| Error::io(path, e))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for d in dirs {
+        let p = project_folder(&d);
+        if !p.sessions.is_empty() {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+fn subagents_of(dir: &Path, session: &str) -> Vec<(PathBuf, Option<String>)> {
+    jsonl(&dir.join(session).join("subagents"))
+        .into_iter()
+        .filter(|p| !internal_agent(&p.to_string_lossy()))
+        .map(|p| {
+            let t = agent_type(&p);
+            (p, t)
+        })
+        .collect()
+}
+
+fn project_folder(dir: &Path) -> ProjectFolder {
+    let mut sessions: BTreeMap<String, SessionFiles> = BTreeMap::new();
+    for f in jsonl(dir) {
+        let name = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        if name.starts_with("agent-") {
+            // Older layout: sub-agents beside the sessions, attached by their sessionId.
+            if internal_agent(&name) {
+                continue;
+            }
+            if let Some(id) = peek_session_id(&f) {
+                sessions
+                    .entry(id.clone())
+                    .or_insert_with(|| SessionFiles { id, ..Default::default() })
+                    .subagents
+                    .push((f, None));
+            }
+            continue;
+        }
+        sessions.entry(name.clone()).or_insert_with(|| SessionFiles { id: name.clone(), ..Default::default() }).main =
+            Some(f);
+    }
+    // Session directories with sub-agents (also orphans whose main file is gone).
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.join("subagents").is_dir() {
+                let id = e.file_name().to_string_lossy().into_owned();
+                let subs = subagents_of(dir, &id);
+                if !subs.is_empty() {
+                    sessions
+                        .entry(id.clone())
+                        .or_insert_with(|| SessionFiles { id, ..Default::default() })
+                        .subagents
+                        .extend(subs);
+                }
+            }
+        }
+    }
+    let mut folder =
+        ProjectFolder { dir: dir.to_path_buf(), project: None, sessions: sessions.into_values().collect() };
+    folder.project = project_path(&folder);
+    folder
+}
+
+/// Claude Code's folder encoding of a path: every character outside `[A-Za-z0-9]` becomes `-`.
+pub fn encode_project_dir(path: &str) -> String {
+    path.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
+
+/// The project's path: a recorded `cwd` whose encoding is the folder's name, else the most
+/// frequent `cwd`, else `None`.
+pub fn project_path(folder: &ProjectFolder) -> Option<String> {
+    let name = folder.dir.file_name()?.to_string_lossy().into_owned();
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for s in &folder.sessions {
+        if let Some(cwd) = s.main.as_deref().and_then(|p| peek_field(p, "cwd")) {
+            *counts.entry(cwd).or_default() += 1;
+        }
+    }
+    // Deterministic: several paths can encode to the folder's name (`/a/b-c`, `/a/b/c`); the most
+    // frequent wins, then the smallest. (A different pick between runs would open another
+    // collection for the same project.)
+    let best = |it: &mut dyn Iterator<Item = (&String, &usize)>| {
+        it.max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(c, _)| c.clone())
+    };
+    best(&mut counts.iter().filter(|(c, _)| encode_project_dir(c).eq_ignore_ascii_case(&name)))
+        .or_else(|| best(&mut counts.iter()))
+}
