@@ -866,6 +866,22 @@ impl Collection {
         Ok(crate::derive::export::v1_from_documents(&self.meta()?.project, &docs))
     }
 
+    /// A markdown brief of the latest session (see [`crate::life::handoff`]): what was being
+    /// done, decided, open, broken. `None` when the collection has no session summary.
+    pub fn handoff(&self) -> Result<Option<String>> {
+        let summaries = self.documents_of_kind(DocKind::Summary)?;
+        let Some(latest) = crate::derive::life::latest(&summaries) else { return Ok(None) };
+        let ids = match &latest.body {
+            crate::doc::DocBody::Summary(s) => s.decisions.clone(),
+            _ => Vec::new(),
+        };
+        let mut decisions = Vec::new();
+        for id in ids {
+            decisions.extend(self.get(id)?);
+        }
+        Ok(crate::derive::life::handoff(latest, &decisions))
+    }
+
     /// Every document of one kind (unordered).
     pub fn documents_of_kind(&self, kind: DocKind) -> Result<Vec<Document>> {
         let tx = self.db.begin_read()?;

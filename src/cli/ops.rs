@@ -260,7 +260,7 @@ pub fn handoff(index: &Index, project: Option<&str>, warn: Warn<'_>) -> anyhow::
     let colls = collections(index, project, warn)?;
     let per = each(&colls, warn, |info, c| {
         let latest = c.documents_of_kind(DocKind::Summary)?.into_iter().map(|d| d.timestamp.timestamp_millis()).max();
-        Ok((latest, info.project.clone(), convdex::life::handoff(c)?))
+        Ok((latest, info.project.clone(), c.handoff()?))
     })?;
     let mut best: Option<(i64, String, String)> = None;
     for (latest, project, brief) in per {

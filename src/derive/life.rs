@@ -1,5 +1,6 @@
 //! What happens after indexing: sessions linked in time order, decisions superseded by later
-//! decisions on the same subject, and the handoff brief for the latest session.
+//! decisions on the same subject, and the handoff brief for the latest session. Pure: documents
+//! in, documents (or markdown) out; [`crate::Collection::handoff`] and indexing apply them.
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -7,9 +8,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use uuid::Uuid;
 
-use crate::collection::Collection;
-use crate::doc::{DecisionStatus, DocBody, DocKind, Document, FileAction};
-use crate::error::Result;
+use crate::doc::{DecisionStatus, DocBody, Document, FileAction};
 
 const STOP: &[&str] = &[
     "the", "a", "an", "for", "of", "to", "in", "on", "and", "or", "we", "it", "is", "use", "using", "with", "instead",
@@ -66,12 +65,11 @@ fn same_subject(earlier: &Document, later: &Document) -> bool {
 }
 
 /// Links each session's summary to the previous and next session (by start time) and marks
-/// decisions superseded by later decisions on the same subject, linking both ways. Only
-/// documents whose fields change are written again (their text, hence their vectors, is
-/// unchanged and comes from the embedding cache).
-pub fn relink(coll: &Collection) -> Result<usize> {
+/// decisions superseded by later decisions on the same subject, linking both ways. Returns the
+/// documents whose fields changed (to be written again: their text, hence their vectors, is
+/// unchanged).
+pub fn relink(mut summaries: Vec<Document>, mut decisions: Vec<Document>) -> Vec<Document> {
     let mut changed: Vec<Document> = Vec::new();
-    let mut summaries = coll.documents_of_kind(DocKind::Summary)?;
     summaries.sort_by_key(|d| match &d.body {
         DocBody::Summary(s) => (s.started_at_ms, d.session_id.clone()),
         _ => (0, String::new()),
@@ -89,7 +87,6 @@ pub fn relink(coll: &Collection) -> Result<usize> {
             }
         }
     }
-    let mut decisions = coll.documents_of_kind(DocKind::Decision)?;
     decisions.sort_by_key(|d| (d.timestamp, d.id));
     let original = decisions.clone();
     // Reset links, then replay in time order: the latest word on a subject is the active one.
@@ -124,30 +121,27 @@ pub fn relink(coll: &Collection) -> Result<usize> {
             changed.push(d);
         }
     }
-    let n = changed.len();
-    if n > 0 {
-        coll.add(&changed)?;
-    }
-    Ok(n)
+    changed
 }
 
-/// A compact markdown brief for the latest session of the collection: what was being done,
-/// what was decided, open tasks, files in play, unresolved errors. `None` for an empty collection.
-pub fn handoff(coll: &Collection) -> Result<Option<String>> {
-    let summaries = coll.documents_of_kind(DocKind::Summary)?;
-    let Some(latest) = summaries.into_iter().max_by_key(|d| (d.timestamp, d.session_id.clone())) else {
-        return Ok(None);
-    };
-    let DocBody::Summary(s) = &latest.body else { return Ok(None) };
+/// The latest session's summary among `summaries`.
+pub fn latest(summaries: &[Document]) -> Option<&Document> {
+    summaries.iter().max_by_key(|d| (d.timestamp, d.session_id.clone()))
+}
+
+/// A compact markdown brief of a session from its summary and its decisions: what was being
+/// done, what was decided, open tasks, files in play, unresolved errors. `None` when `latest`
+/// is not a summary.
+pub fn handoff(latest: &Document, decisions: &[Document]) -> Option<String> {
+    let DocBody::Summary(s) = &latest.body else { return None };
     let mut md = format!("# Handoff: session {}\n\n", latest.session_id);
     md.push_str(&format!("**Was doing:** {}\n\n", s.goal));
     if !s.outcome.is_empty() {
         md.push_str(&format!("**Where it stopped:** {}\n\n", s.outcome));
     }
-    let decisions: Vec<Document> = s.decisions.iter().filter_map(|id| coll.get(*id).ok().flatten()).collect();
     if !decisions.is_empty() {
         md.push_str("## Decided\n");
-        for d in &decisions {
+        for d in decisions {
             if let DocBody::Decision(f) = &d.body {
                 let why = f.reasoning.as_deref().map(|r| format!(" — {r}")).unwrap_or_default();
                 let status = if f.status == DecisionStatus::Active {
@@ -193,7 +187,7 @@ pub fn handoff(coll: &Collection) -> Result<Option<String>> {
             md.push_str(&format!("- {} {}\n", c.sha, c.message));
         }
     }
-    Ok(Some(md))
+    Some(md)
 }
 
 #[cfg(test)]

@@ -297,7 +297,13 @@ fn index_folder(
         }
         tick(&s.id);
     }
-    crate::derive::life::relink(&coll)?;
+    let changed = crate::derive::life::relink(
+        coll.documents_of_kind(DocKind::Summary)?,
+        coll.documents_of_kind(DocKind::Decision)?,
+    );
+    if !changed.is_empty() {
+        coll.add(&changed)?;
+    }
     coll.touch_indexed_at(chrono::Utc::now())?;
     coll.flush()?;
     Ok(())

@@ -76,6 +76,6 @@ fn reversal_supersedes_and_reaffirmation_wins() {
     assert_eq!(coll.stats().unwrap().decisions, 3);
     assert_eq!(coll.stats().unwrap().summaries, 3);
     // The handoff brief describes the latest session.
-    let brief = convdex::life::handoff(&coll).unwrap().unwrap();
+    let brief = coll.handoff().unwrap().unwrap();
     assert!(brief.contains("session s3") && brief.contains("Switching back to Postgres"), "{brief}");
 }
