@@ -1,8 +1,8 @@
 //! The approximate-nearest-neighbour index: an hnsw_rs graph plus a contiguous copy of the
 //! vectors for exact scans.
 //!
-//! Ids: a vector's `DataId` is `doc_id << 8 | chunk` ([`data_id`]), so a filter on documents is a
-//! filter on `data_id >> 8` and needs no lookup table. hnsw_rs cannot delete: deleted documents
+//! Ids: a vector's id is a [`VectorId`] (document and chunk in one `u64`, hnsw_rs's `DataId`), so
+//! a filter on documents needs no lookup table. hnsw_rs cannot delete: deleted documents
 //! become tombstones, filtered out during graph traversal, until the graph is rebuilt.
 //!
 //! Persistence: [`Ann::dump`] writes the graph into a fresh directory with a manifest (format
@@ -18,16 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::embed::dot;
 use crate::error::{Error, Result};
-use crate::ids::DocSet;
-
-/// Chunks per document addressable in a data id.
-pub(crate) const MAX_CHUNKS: u64 = 256;
-
-/// The vector id of chunk `chunk` of document `doc`.
-pub(crate) fn data_id(doc: u64, chunk: u64) -> u64 {
-    debug_assert!(chunk < MAX_CHUNKS);
-    (doc << 8) | chunk
-}
+use crate::ids::{DocSet, LoadFailure, VectorId};
 
 /// Cosine distance on unit vectors, `1 - a·b` clamped at 0. (hnsw_rs's `DistDot` asserts a
 /// non-negative result, which rounding can violate for near-identical vectors.)
@@ -70,15 +61,6 @@ struct DumpManifest {
     files: Vec<(String, u64, u64)>, // name, length, xxh3
     /// Deleted documents whose vectors are still in the graph.
     tombstones: Vec<u64>,
-}
-
-/// Why a persisted graph could not be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LoadFailure {
-    /// No graph files.
-    Missing,
-    /// Files present but unreadable, truncated, or of another format.
-    Corrupt(String),
 }
 
 type Graph = Hnsw<'static, f32, UnitCosine>;
@@ -150,23 +132,25 @@ impl Ann {
         };
         self.graph = Some(graph);
         let ids = std::mem::take(&mut self.pending);
-        let items: Vec<(u64, Vec<f32>)> =
-            ids.iter().filter_map(|id| self.rows.get(id).map(|&r| (*id, self.vector(r).to_vec()))).collect();
-        let refs: Vec<(u64, &[f32])> = items.iter().map(|(id, v)| (*id, v.as_slice())).collect();
+        let items: Vec<(VectorId, Vec<f32>)> = ids
+            .iter()
+            .filter_map(|id| self.rows.get(id).map(|&r| (VectorId::from_raw(*id), self.vector(r).to_vec())))
+            .collect();
+        let refs: Vec<(VectorId, &[f32])> = items.iter().map(|(id, v)| (*id, v.as_slice())).collect();
         self.insert_into_graph(&refs);
     }
 
-    fn insert_into_graph(&mut self, items: &[(u64, &[f32])]) {
+    fn insert_into_graph(&mut self, items: &[(VectorId, &[f32])]) {
         let Some(graph) = &self.graph else {
-            self.pending.extend(items.iter().map(|(id, _)| *id));
+            self.pending.extend(items.iter().map(|(id, _)| id.raw()));
             return;
         };
         if items.len() >= 256 {
-            let batch: Vec<(&[f32], usize)> = items.iter().map(|(id, v)| (*v, *id as usize)).collect();
+            let batch: Vec<(&[f32], usize)> = items.iter().map(|(id, v)| (*v, id.raw() as usize)).collect();
             graph.parallel_insert_slice(&batch);
         } else {
             for (id, v) in items {
-                graph.insert_slice((v, *id as usize));
+                graph.insert_slice((v, id.raw() as usize));
             }
         }
     }
@@ -181,35 +165,31 @@ impl Ann {
         if self.tombstones.is_empty() {
             return 0;
         }
-        self.rows.keys().filter(|id| self.tombstones.contains(&(*id >> 8))).count()
-    }
-
-    pub(crate) fn contains(&self, data_id: u64) -> bool {
-        self.rows.contains_key(&data_id)
+        self.rows.keys().filter(|id| self.tombstones.contains(&VectorId::from_raw(**id).doc())).count()
     }
 
     /// Ids of every vector in the graph.
-    pub(crate) fn data_ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.rows.keys().copied()
+    pub(crate) fn vector_ids(&self) -> impl Iterator<Item = VectorId> + '_ {
+        self.rows.keys().map(|r| VectorId::from_raw(*r))
     }
 
     /// Adds vectors; uses parallel insertion for large batches.
-    pub(crate) fn insert(&mut self, items: &[(u64, &[f32])]) {
-        let items: Vec<(u64, &[f32])> =
-            items.iter().filter(|(id, v)| v.len() == self.dim && !self.rows.contains_key(id)).copied().collect();
+    pub(crate) fn insert(&mut self, items: &[(VectorId, &[f32])]) {
+        let items: Vec<(VectorId, &[f32])> =
+            items.iter().filter(|(id, v)| v.len() == self.dim && !self.rows.contains_key(&id.raw())).copied().collect();
         for (id, v) in &items {
             let row = (self.arena.len() / self.dim) as u32;
             self.arena.extend_from_slice(v);
-            self.rows.insert(*id, row);
-            self.row_ids.push(*id);
-            self.tombstones.remove(&(id >> 8));
+            self.rows.insert(id.raw(), row);
+            self.row_ids.push(id.raw());
+            self.tombstones.remove(&id.doc());
         }
         self.insert_into_graph(&items);
     }
 
     /// Marks a document's vectors as deleted.
     pub(crate) fn tombstone(&mut self, doc: u64) {
-        if self.rows.range(data_id(doc, 0)..data_id(doc + 1, 0)).next().is_some() {
+        if self.rows.range(VectorId::range_of(doc)).next().is_some() {
             self.tombstones.insert(doc);
         }
     }
@@ -220,14 +200,14 @@ impl Ann {
     }
 
     /// Graph search. `keep` filters documents (tombstones are always filtered).
-    /// Returns `(data_id, cosine)` best first.
+    /// Returns `(vector, cosine)` best first.
     pub(crate) fn search_graph(
         &self,
         query: &[f32],
         knbn: usize,
         ef: usize,
         keep: Option<&(dyn Fn(u64) -> bool + Sync)>,
-    ) -> Vec<(u64, f32)> {
+    ) -> Vec<(VectorId, f32)> {
         let ef = ef.max(knbn);
         let Some(graph) = &self.graph else {
             // Still loading: the exact scan answers (callers check `graph_ready` first).
@@ -240,19 +220,19 @@ impl Ann {
                 graph.search_filter(query, knbn, ef, Some(&filter))
             }
         };
-        neighbours.into_iter().map(|n| (n.get_origin_id() as u64, 1.0 - n.get_distance())).collect()
+        neighbours.into_iter().map(|n| (VectorId::from_raw(n.get_origin_id() as u64), 1.0 - n.get_distance())).collect()
     }
 
     /// Exact scan. `candidates` restricts it to those documents (all live documents when
     /// `None`); `n_candidates` is their count. Returns the best chunk per document,
-    /// `(data_id, cosine)`, best first, at most `k`.
+    /// `(vector, cosine)`, best first, at most `k`.
     pub(crate) fn search_exact(
         &self,
         query: &[f32],
         candidates: Option<&DocSet>,
         n_candidates: usize,
         k: usize,
-    ) -> Vec<(u64, f32)> {
+    ) -> Vec<(VectorId, f32)> {
         let mut top = TopK::new(k);
         match candidates {
             // Few candidates: visit exactly their vectors.
@@ -263,7 +243,7 @@ impl Ann {
                     }
                     let best = self
                         .rows
-                        .range(data_id(doc, 0)..data_id(doc + 1, 0))
+                        .range(VectorId::range_of(doc))
                         .map(|(&id, &row)| (id, dot(query, self.vector(row))))
                         .max_by(|a, b| a.1.total_cmp(&b.1));
                     if let Some((id, score)) = best {
@@ -283,7 +263,7 @@ impl Ann {
                         let end = ((b + 1) * BLOCK).min(self.row_ids.len());
                         for row in b * BLOCK..end {
                             let id = self.row_ids[row];
-                            let doc = id >> 8;
+                            let doc = VectorId::from_raw(id).doc();
                             if keep.is_some_and(|s| !s.contains(doc)) || self.tombstones.contains(&doc) {
                                 continue;
                             }
@@ -294,7 +274,7 @@ impl Ann {
                     .collect();
                 for p in partial {
                     for (id, s) in p.into_sorted() {
-                        top.push(id, s);
+                        top.push(id.raw(), s);
                     }
                 }
             }
@@ -464,7 +444,7 @@ struct DocFilter<'a> {
 
 impl FilterT for DocFilter<'_> {
     fn hnsw_filter(&self, id: &usize) -> bool {
-        let doc = (*id as u64) >> 8;
+        let doc = VectorId::from_raw(*id as u64).doc();
         !self.tombstones.contains(&doc) && self.keep.is_none_or(|k| k(doc))
     }
 }
@@ -483,13 +463,13 @@ impl TopK {
     }
 
     fn push(&mut self, id: u64, score: f32) {
-        let doc = id >> 8;
+        let doc = VectorId::from_raw(id).doc();
         if self.heap.len() == self.k && self.heap.peek().is_some_and(|r| r.0.0 >= score) {
             return;
         }
         match self.best.get(&doc) {
             Some(&b) if b >= score => return,
-            Some(_) => self.heap.retain(|r| r.0.1 >> 8 != doc),
+            Some(_) => self.heap.retain(|r| VectorId::from_raw(r.0.1).doc() != doc),
             None => {}
         }
         self.best.insert(doc, score);
@@ -497,12 +477,13 @@ impl TopK {
         if self.heap.len() > self.k
             && let Some(std::cmp::Reverse(Scored(_, gone))) = self.heap.pop()
         {
-            self.best.remove(&(gone >> 8));
+            self.best.remove(&VectorId::from_raw(gone).doc());
         }
     }
 
-    fn into_sorted(self) -> Vec<(u64, f32)> {
-        let mut out: Vec<(u64, f32)> = self.heap.into_iter().map(|std::cmp::Reverse(Scored(s, id))| (id, s)).collect();
+    fn into_sorted(self) -> Vec<(VectorId, f32)> {
+        let mut out: Vec<(VectorId, f32)> =
+            self.heap.into_iter().map(|std::cmp::Reverse(Scored(s, id))| (VectorId::from_raw(id), s)).collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         out
     }
@@ -547,16 +528,17 @@ mod tests {
     fn exact_and_graph_agree_and_tombstones_hide() {
         let v = vecs(500, 32, 1);
         let mut ann = Ann::new(32, HnswParams::default(), 500);
-        let items: Vec<(u64, &[f32])> = v.iter().enumerate().map(|(i, x)| (data_id(i as u64 + 1, 0), &x[..])).collect();
+        let items: Vec<(VectorId, &[f32])> =
+            v.iter().enumerate().map(|(i, x)| (VectorId::new(i as u64 + 1, 0), &x[..])).collect();
         ann.insert(&items);
         let q = &v[10];
         let exact = ann.search_exact(q, None, 0, 5);
-        assert_eq!(exact[0].0, data_id(11, 0));
+        assert_eq!(exact[0].0, VectorId::new(11, 0));
         let graph = ann.search_graph(q, 5, 64, None);
-        assert_eq!(graph[0].0, data_id(11, 0));
+        assert_eq!(graph[0].0, VectorId::new(11, 0));
         ann.tombstone(11);
-        assert_ne!(ann.search_exact(q, None, 0, 5)[0].0, data_id(11, 0));
-        assert!(ann.search_graph(q, 5, 64, None).iter().all(|h| h.0 != data_id(11, 0)));
+        assert_ne!(ann.search_exact(q, None, 0, 5)[0].0, VectorId::new(11, 0));
+        assert!(ann.search_graph(q, 5, 64, None).iter().all(|h| h.0 != VectorId::new(11, 0)));
         assert_eq!(ann.tombstoned_points(), 1);
     }
 
@@ -566,7 +548,8 @@ mod tests {
         let gdir = dir.path().join("vectors");
         let v = vecs(300, 16, 2);
         let mut ann = Ann::new(16, HnswParams::default(), 300);
-        let items: Vec<(u64, &[f32])> = v.iter().enumerate().map(|(i, x)| (data_id(i as u64 + 1, 0), &x[..])).collect();
+        let items: Vec<(VectorId, &[f32])> =
+            v.iter().enumerate().map(|(i, x)| (VectorId::new(i as u64 + 1, 0), &x[..])).collect();
         ann.insert(&items);
         ann.dump(&gdir, 7).unwrap();
         let (mut loaded, generation) = Ann::load(&gdir, 16, HnswParams::default()).unwrap();
@@ -577,7 +560,7 @@ mod tests {
         // ends the process if a file it is reading shrinks under it.)
         loaded.poll(true);
         assert!(loaded.graph_ready());
-        assert_eq!(loaded.search_graph(&v[3], 3, 64, None)[0].0, data_id(4, 0));
+        assert_eq!(loaded.search_graph(&v[3], 3, 64, None)[0].0, VectorId::new(4, 0));
         // Truncate the data file: detected before hnsw_rs sees it.
         let data = gdir.join("graph.hnsw.data");
         let bytes = std::fs::read(&data).unwrap();

@@ -59,14 +59,12 @@ pub mod derive;
 mod doc;
 pub mod embed;
 mod error;
-mod forget;
 mod ids;
 mod index;
 mod indexer;
 pub mod ingest;
 pub mod lexical;
 pub mod models;
-mod repair;
 mod search;
 mod store;
 #[cfg(any(test, feature = "testing"))]
@@ -77,7 +75,8 @@ pub mod text;
 pub use derive::{export, extract, life, runs};
 pub use text::{enrich, scrub};
 
-pub use ann::{HnswParams, LoadFailure};
+pub use ann::HnswParams;
+pub use collection::forget::ForgetReport;
 pub use collection::{
     AddReport, Collection, CollectionMeta, CollectionOptions, CollectionStats, LexicalIndexState, RebuildReason,
     SCHEMA_VERSION, VectorIndexState,
@@ -88,7 +87,9 @@ pub use doc::{
 };
 pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder};
 pub use error::{Error, Result};
-pub use forget::{CompactReport, ForgetReport};
+pub use ids::LoadFailure;
+pub use index::compact::CompactReport;
+pub use index::repair::RepairReport;
 pub use index::{CollectionInfo, Index, Opened, Options, Skipped, collection_name, validate_name};
 pub use indexer::import::{ImportReport, import_conversations, read_conversation};
 pub use indexer::runs::{SessionRuns, runs_in};
@@ -96,9 +97,9 @@ pub use indexer::{
     Config, Failure, IndexOptions, IndexReport, Progress, default_tenant, index_paths, index_paths_with_progress,
 };
 pub use ingest::layout::{default_history, encode_project_dir};
-pub use repair::RepairReport;
 pub use search::{
-    Context, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES, Plan, PlanPath, SearchBuilder, SearchMode, Signals,
+    Context, Filter, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES, Plan, PlanPath, Query, SearchBuilder, SearchMode,
+    Signals,
 };
 pub use text::normalize_name;
 

@@ -1,10 +1,14 @@
 //! redb adapter: table definitions, the record codec, and index maintenance for one document.
 
+pub(crate) mod cache;
 pub(crate) mod codec;
+pub(crate) mod compact;
+pub(crate) mod filter;
+pub(crate) mod meta;
 pub(crate) mod seal;
 pub(crate) mod tables;
 
-use redb::{ReadableDatabase, ReadableTable, WriteTransaction};
+use redb::{ReadableDatabase, ReadableMultimapTable, ReadableTable, WriteTransaction};
 
 use crate::doc::Document;
 use crate::error::Result;
@@ -54,7 +58,7 @@ pub(crate) fn remove_document(tx: &WriteTransaction, id: u64) -> Result<Option<D
     }
     let mut vectors = tx.open_table(VECTORS)?;
     let keys: Vec<u64> = vectors
-        .range(crate::ann::data_id(id, 0)..crate::ann::data_id(id + 1, 0))?
+        .range(crate::ids::VectorId::range_of(id))?
         .map(|r| r.map(|(k, _)| k.value()))
         .collect::<std::result::Result<_, _>>()?;
     for k in keys {
@@ -81,4 +85,30 @@ pub(crate) fn create_tables(db: &redb::Database) -> Result<()> {
     tx.commit()?;
     let _ = db.begin_read()?;
     Ok(())
+}
+
+/// Internal ids of a session's documents.
+pub(crate) fn session_ids(tx: &WriteTransaction, session_id: &str) -> Result<Vec<u64>> {
+    let idx = tx.open_multimap_table(IDX_SESSION)?;
+    Ok(idx.get(session_id)?.map(|v| v.map(|v| v.value())).collect::<std::result::Result<_, _>>()?)
+}
+
+/// One document by internal id.
+pub(crate) fn get_doc(docs: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> Result<Option<Document>> {
+    match docs.get(id)? {
+        Some(v) => Ok(Some(codec::decode("document", v.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// Internal ids of the stored documents with these external ids.
+pub(crate) fn ids_of(tx: &WriteTransaction, uuids: impl IntoIterator<Item = uuid::Uuid>) -> Result<Vec<u64>> {
+    let t = tx.open_table(UUIDS)?;
+    let mut out = Vec::new();
+    for u in uuids {
+        if let Some(id) = t.get(u.as_u128())? {
+            out.push(id.value());
+        }
+    }
+    Ok(out)
 }

@@ -99,7 +99,7 @@ fn set_recovery_flag(path: &Path) -> std::io::Result<()> {
 fn read_rows(db: &impl ReadableDatabase) -> Salvage {
     let mut s = Salvage::default();
     let miss = |s: &mut Salvage, table: &str| *s.unreadable.entry(table.to_string()).or_default() += 1;
-    s.meta = guarded(|| crate::collection::read_meta(db).ok());
+    s.meta = guarded(|| crate::store::meta::read_meta(db).ok());
     if s.meta.is_none() {
         miss(&mut s, "meta");
     }
@@ -210,7 +210,7 @@ impl Index {
         let mut s = salvage(&moved_to.join("data.redb"));
         // Tombstones also live beside the store: a forgotten session must stay forgotten even
         // when the store is unreadable.
-        for (session, at) in crate::forget::read_tombstone_sidecar(&moved_to) {
+        for (session, at) in crate::collection::forget::read_tombstone_sidecar(&moved_to) {
             if !s.tombstones.iter().any(|(x, _)| *x == session) {
                 s.tombstones.push((session, at));
             }

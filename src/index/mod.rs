@@ -6,6 +6,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) mod compact;
+pub(crate) mod repair;
+
 use crate::collection::{Collection, CollectionMeta, CollectionOptions};
 use crate::embed::{EmbedOptions, Embedder, FastEmbedder};
 use crate::error::{Error, Result};
@@ -162,8 +165,8 @@ impl Index {
         let dir = self.root.join(&name);
         // A `forget` that was interrupted before its compaction finished: finish it first, so
         // no forgotten text outlives the next open.
-        if crate::forget::compaction_pending(&dir) {
-            crate::forget::compact_dir(&dir, self.options.collection.lock_wait)?;
+        if compact::compaction_pending(&dir) {
+            compact::compact_dir(&dir, self.options.collection.lock_wait)?;
         }
         let meta = CollectionMeta {
             tenant: tenant.clone(),
@@ -279,7 +282,7 @@ fn identity_from_store(dir: &Path) -> Option<CollectionInfo> {
     let path = dir.join("data.redb");
     let read = std::panic::catch_unwind(|| -> Option<crate::collection::CollectionMeta> {
         let db = redb::ReadOnlyDatabase::open(&path).ok()?;
-        crate::collection::read_meta(&db).ok()
+        crate::store::meta::read_meta(&db).ok()
     });
     let meta = read.ok().flatten()?;
     let tenant = validate_name("tenant", &meta.tenant).ok()?;

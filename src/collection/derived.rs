@@ -1,0 +1,245 @@
+//! The two derived indexes, the HNSW graph and the lexical index, kept in line with the store:
+//! on open each is loaded as it is (same generation), caught up (missing ids added, gone ones
+//! removed: [`crate::ids::diff`]), or rebuilt (missing, damaged, stale), and says which.
+
+use std::path::Path;
+
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata};
+
+use crate::ann::{Ann, HnswParams};
+use crate::doc::Document;
+use crate::error::{Error, Result};
+use crate::ids::{LoadFailure, VectorId, diff};
+use crate::store::tables::*;
+use crate::store::{self, codec};
+
+/// What happened to the vector index when the collection was opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VectorIndexState {
+    /// The persisted graph matched the store and was loaded as is. Its vectors are read at
+    /// once; the HNSW links are read on a background thread (seconds at 100k vectors), and
+    /// searches use the exact scan until they are in.
+    Loaded,
+    /// The persisted graph was older than the store; missing vectors were added and deleted
+    /// ones tombstoned.
+    CaughtUp {
+        /// Generation the graph reflected.
+        from_generation: u64,
+        /// Store generation.
+        to_generation: u64,
+        /// Vectors added.
+        added: usize,
+        /// Vectors tombstoned.
+        removed: usize,
+    },
+    /// The graph was rebuilt from the stored vectors.
+    Rebuilt(RebuildReason),
+}
+
+/// What happened to the lexical index when the collection was opened: the same cases as the
+/// vector index (documents instead of vectors; never loaded in the background).
+pub type LexicalIndexState = VectorIndexState;
+
+/// Why the graph was rebuilt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RebuildReason {
+    /// New collection, or graph files missing.
+    Missing,
+    /// Graph files unreadable or failing their checksum.
+    Corrupt(String),
+    /// The graph claims a newer generation than the store.
+    Stale {
+        /// Generation of the graph files.
+        graph: u64,
+        /// Generation of the store.
+        store: u64,
+    },
+    /// Too many tombstones.
+    Tombstones,
+}
+
+/// Loads the persisted graph in `dir` and brings it in line with the store at `generation`.
+pub(crate) fn open_graph(
+    db: &Database,
+    dir: &Path,
+    dim: usize,
+    params: HnswParams,
+    generation: u64,
+) -> Result<(Ann, VectorIndexState)> {
+    Ok(match Ann::load(dir, dim, params) {
+        Ok((_, g)) if g > generation => {
+            (rebuild(db, dim, params)?, VectorIndexState::Rebuilt(RebuildReason::Stale { graph: g, store: generation }))
+        }
+        // Same generation: the dump reflects exactly the committed store.
+        Ok((ann, g)) if g == generation => (ann, VectorIndexState::Loaded),
+        Ok((mut ann, g)) => {
+            let (added, removed) = reconcile(db, &mut ann)?;
+            (ann, VectorIndexState::CaughtUp { from_generation: g, to_generation: generation, added, removed })
+        }
+        Err(LoadFailure::Missing) => (rebuild(db, dim, params)?, VectorIndexState::Rebuilt(RebuildReason::Missing)),
+        Err(LoadFailure::Corrupt(why)) => {
+            (rebuild(db, dim, params)?, VectorIndexState::Rebuilt(RebuildReason::Corrupt(why)))
+        }
+    })
+}
+
+/// Every stored vector id, sorted.
+fn stored_ids(db: &Database) -> Result<Vec<u64>> {
+    let tx = db.begin_read()?;
+    let t = tx.open_table(VECTORS)?;
+    let mut out = Vec::with_capacity(t.len()? as usize);
+    for e in t.iter()? {
+        out.push(e?.0.value());
+    }
+    Ok(out)
+}
+
+fn read_vectors(db: &Database, ids: &[u64]) -> Result<Vec<(VectorId, Vec<f32>)>> {
+    let tx = db.begin_read()?;
+    let t = tx.open_table(VECTORS)?;
+    let mut out = Vec::with_capacity(ids.len());
+    for &id in ids {
+        if let Some(v) = t.get(id)? {
+            out.push((VectorId::from_raw(id), codec::vector_from_bytes(v.value())?));
+        }
+    }
+    Ok(out)
+}
+
+/// Every stored document's internal id, sorted.
+fn stored_doc_ids(db: &Database) -> Result<Vec<u64>> {
+    let tx = db.begin_read()?;
+    let t = tx.open_table(DOCS)?;
+    let mut out = Vec::with_capacity(t.len()? as usize);
+    for e in t.iter()? {
+        out.push(e?.0.value());
+    }
+    Ok(out)
+}
+
+pub(crate) fn rebuild(db: &Database, dim: usize, params: HnswParams) -> Result<Ann> {
+    let tx = db.begin_read()?;
+    let t = tx.open_table(VECTORS)?;
+    let mut all = Vec::with_capacity(t.len()? as usize);
+    for e in t.iter()? {
+        let (k, v) = e?;
+        all.push((VectorId::from_raw(k.value()), codec::vector_from_bytes(v.value())?));
+    }
+    let mut ann = Ann::new(dim, params, all.len());
+    let items: Vec<(VectorId, &[f32])> = all.iter().map(|(id, v)| (*id, v.as_slice())).collect();
+    ann.insert(&items);
+    Ok(ann)
+}
+
+/// Every stored document's `(internal id, lexical text)`.
+fn lexical_documents(db: &Database, only: Option<&[u64]>) -> Result<Vec<(u64, String)>> {
+    let tx = db.begin_read()?;
+    let docs = tx.open_table(DOCS)?;
+    let mut out = Vec::new();
+    match only {
+        Some(ids) => {
+            for &id in ids {
+                if let Some(d) = store::get_doc(&docs, id)? {
+                    out.push((id, d.lexical_text()));
+                }
+            }
+        }
+        None => {
+            for e in docs.iter()? {
+                let (k, v) = e?;
+                let d: Document = codec::decode("document", v.value())?;
+                out.push((k.value(), d.lexical_text()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Opens the lexical index and brings it in line with the store generation.
+pub(crate) fn open_lexical(
+    db: &Database,
+    dir: &Path,
+    generation: u64,
+    verify: bool,
+) -> Result<(crate::lexical::Lexical, LexicalIndexState)> {
+    use crate::lexical::{Lexical, Opened};
+    let (mut lex, opened) = Lexical::open(dir, verify)?;
+    let rebuild = |lex: &Lexical| -> Result<()> {
+        lex.clear()?;
+        let all = lexical_documents(db, None)?;
+        for batch in all.chunks(20_000) {
+            lex.apply(&[], batch, generation)?;
+        }
+        if all.is_empty() {
+            lex.apply(&[], &[], generation)?;
+        }
+        Ok(())
+    };
+    let state = match opened {
+        Opened::At(g) if g == generation => VectorIndexState::Loaded,
+        Opened::At(g) if g > generation => {
+            rebuild(&lex)?;
+            VectorIndexState::Rebuilt(RebuildReason::Stale { graph: g, store: generation })
+        }
+        Opened::At(g) => match catch_up_lexical(db, &lex, g, generation) {
+            Ok(state) => state,
+            Err(Error::Lexical { reason, .. }) => {
+                // A segment that opened but cannot be read: derived data, so rebuild it.
+                drop(lex);
+                lex = Lexical::recreate(dir)?;
+                rebuild(&lex)?;
+                VectorIndexState::Rebuilt(RebuildReason::Corrupt(reason))
+            }
+            Err(e) => return Err(e),
+        },
+        Opened::Fresh(failure) => {
+            rebuild(&lex)?;
+            VectorIndexState::Rebuilt(match failure {
+                LoadFailure::Missing => RebuildReason::Missing,
+                LoadFailure::Corrupt(why) => RebuildReason::Corrupt(why),
+            })
+        }
+    };
+    Ok((lex, state))
+}
+
+/// Adds to the lexical index the documents stored since generation `from` and removes the
+/// ones deleted since.
+fn catch_up_lexical(
+    db: &Database,
+    lex: &crate::lexical::Lexical,
+    from: u64,
+    generation: u64,
+) -> Result<LexicalIndexState> {
+    let (missing, extra) = diff(&stored_doc_ids(db)?, &lex.ids()?);
+    let add = lexical_documents(db, Some(&missing))?;
+    lex.apply(&extra, &add, generation)?;
+    Ok(VectorIndexState::CaughtUp {
+        from_generation: from,
+        to_generation: generation,
+        added: add.len(),
+        removed: extra.len(),
+    })
+}
+
+/// Brings a loaded graph in line with the store. Returns (added, tombstoned documents).
+fn reconcile(db: &Database, ann: &mut Ann) -> Result<(usize, usize)> {
+    let stored = stored_ids(db)?;
+    let mut indexed: Vec<u64> = ann.vector_ids().map(VectorId::raw).collect();
+    indexed.sort_unstable();
+    let (missing, extra) = diff(&stored, &indexed);
+    let stored_docs: std::collections::HashSet<u64> = stored.iter().map(|id| VectorId::from_raw(*id).doc()).collect();
+    let extra: std::collections::BTreeSet<u64> = extra.iter().map(|id| VectorId::from_raw(*id).doc()).collect();
+    let mut removed = 0;
+    for doc in extra {
+        // A document whose id is in the store keeps its live vectors; only gone ones are buried.
+        if !stored_docs.contains(&doc) {
+            ann.tombstone(doc);
+            removed += 1;
+        }
+    }
+    let vecs = read_vectors(db, &missing)?;
+    let items: Vec<(VectorId, &[f32])> = vecs.iter().map(|(id, v)| (*id, v.as_slice())).collect();
+    ann.insert(&items);
+    Ok((vecs.len(), removed))
+}

@@ -1,0 +1,210 @@
+//! Reading a collection: documents by id, session, kind and file, counts, the handoff brief and
+//! the layered export. (Search is [`crate::SearchBuilder`].)
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use redb::{ReadableDatabase, ReadableMultimapTable, ReadableTableMetadata};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::Collection;
+use crate::doc::{DocKind, Document};
+use crate::error::Result;
+use crate::store::tables::*;
+use crate::store::{get_doc, meta};
+
+/// Per-collection counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CollectionStats {
+    /// Distinct sessions.
+    pub sessions: usize,
+    /// Message documents.
+    pub messages: usize,
+    /// Decision documents.
+    pub decisions: usize,
+    /// Summary documents.
+    pub summaries: usize,
+    /// Vectors (chunks) stored.
+    pub chunks: usize,
+    /// Vectors in the graph, deleted ones included.
+    pub graph_points: usize,
+    /// Store generation.
+    pub generation: u64,
+    /// Bytes on disk (redb file, graph and lexical index).
+    pub bytes_on_disk: u64,
+    /// The embedding model that built the collection.
+    pub model: String,
+    /// When `index` last ran over this collection, if ever.
+    pub last_indexed: Option<DateTime<Utc>>,
+    /// Sessions forgotten with [`Collection::forget_session`] (indexing skips them).
+    pub forgotten_sessions: usize,
+}
+
+impl Collection {
+    /// One document by id.
+    pub fn get(&self, id: Uuid) -> Result<Option<Document>> {
+        let tx = self.db.begin_read()?;
+        let Some(internal) = tx.open_table(UUIDS)?.get(id.as_u128())?.map(|v| v.value()) else {
+            return Ok(None);
+        };
+        get_doc(&tx.open_table(DOCS)?, internal)
+    }
+
+    /// Every document of a session, in session order (messages by index, then decisions, then
+    /// the summary).
+    pub fn session_documents(&self, session_id: &str) -> Result<Vec<Document>> {
+        let tx = self.db.begin_read()?;
+        let idx = tx.open_multimap_table(IDX_SESSION)?;
+        let docs = tx.open_table(DOCS)?;
+        let mut out = Vec::new();
+        for id in idx.get(session_id)? {
+            if let Some(d) = get_doc(&docs, id?.value())? {
+                out.push(d);
+            }
+        }
+        out.sort_by_key(|d| d.order_key());
+        Ok(out)
+    }
+
+    /// Session ids present in the collection, sorted.
+    pub fn sessions(&self) -> Result<Vec<String>> {
+        let tx = self.db.begin_read()?;
+        let idx = tx.open_multimap_table(IDX_SESSION)?;
+        let mut out = Vec::new();
+        for entry in idx.iter()? {
+            let (k, _) = entry?;
+            out.push(k.value().to_string());
+        }
+        Ok(out)
+    }
+
+    /// The collection's sessions, decisions, files, topics and errors as a V1 export (see
+    /// [`crate::derive::export`]; [`crate::derive::export::encode`] turns it into the layered V2 form).
+    pub fn export_v1(&self) -> Result<crate::derive::export::V1> {
+        let mut docs = self.documents_of_kind(DocKind::Summary)?;
+        docs.extend(self.documents_of_kind(DocKind::Decision)?);
+        Ok(crate::derive::export::v1_from_documents(&self.meta()?.project, &docs))
+    }
+
+    /// A markdown brief of the latest session (see [`crate::life::handoff`]): what was being
+    /// done, decided, open, broken. `None` when the collection has no session summary.
+    pub fn handoff(&self) -> Result<Option<String>> {
+        let summaries = self.documents_of_kind(DocKind::Summary)?;
+        let Some(latest) = crate::derive::life::latest(&summaries) else { return Ok(None) };
+        let ids = match &latest.body {
+            crate::doc::DocBody::Summary(s) => s.decisions.clone(),
+            _ => Vec::new(),
+        };
+        let mut decisions = Vec::new();
+        for id in ids {
+            decisions.extend(self.get(id)?);
+        }
+        Ok(crate::derive::life::handoff(latest, &decisions))
+    }
+
+    /// Every document of one kind (unordered).
+    pub fn documents_of_kind(&self, kind: DocKind) -> Result<Vec<Document>> {
+        let tx = self.db.begin_read()?;
+        let idx = tx.open_multimap_table(IDX_KIND)?;
+        let docs = tx.open_table(DOCS)?;
+        let mut out = Vec::new();
+        for id in idx.get(kind.code())? {
+            if let Some(d) = get_doc(&docs, id?.value())? {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every document that discusses the file `path` (any action), unordered. The path is
+    /// matched in whatever form it is typed: `\\` or `/`, either case of a drive letter, `./`,
+    /// a trailing `/`, absolute inside the project or relative to it
+    /// ([`Collection::file_forms`]).
+    pub fn documents_for_file(&self, path: &str) -> Result<Vec<Document>> {
+        let forms = self.file_forms(path)?;
+        let tx = self.db.begin_read()?;
+        let idx = tx.open_multimap_table(IDX_FILE)?;
+        let docs = tx.open_table(DOCS)?;
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for form in &forms {
+            for id in idx.get(form.as_str())? {
+                let id = id?.value();
+                if seen.insert(id)
+                    && let Some(d) = get_doc(&docs, id)?
+                {
+                    out.push(d);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The stored forms a file the user names may have (see
+    /// [`crate::text::paths::lookup_forms`]), relative to this collection's project root.
+    pub fn file_forms(&self, path: &str) -> Result<Vec<String>> {
+        Ok(crate::text::paths::lookup_forms(path, self.meta()?.project_path.as_deref()))
+    }
+
+    /// Counts and sizes.
+    pub fn stats(&self) -> Result<CollectionStats> {
+        let tx = self.db.begin_read()?;
+        let kinds = tx.open_multimap_table(IDX_KIND)?;
+        let count = |k: DocKind| -> Result<usize> { Ok(kinds.get(k.code())?.len() as usize) };
+        let sessions = tx.open_multimap_table(IDX_SESSION)?.iter()?.count();
+        let ann = self.ann.read().unwrap_or_else(|e| e.into_inner());
+        let bytes_on_disk = dir_size(&self.dir);
+        let model = meta::model_id(&self.db)?;
+        let last_indexed = self.meta()?.last_indexed_at_ms.and_then(DateTime::from_timestamp_millis);
+        Ok(CollectionStats {
+            model,
+            last_indexed,
+            forgotten_sessions: tx.open_table(FORGOTTEN)?.len()? as usize,
+            sessions,
+            messages: count(DocKind::Message)?,
+            decisions: count(DocKind::Decision)?,
+            summaries: count(DocKind::Summary)?,
+            chunks: tx.open_table(VECTORS)?.len()? as usize,
+            graph_points: ann.points(),
+            generation: meta::read_generation(&self.db)?,
+            bytes_on_disk,
+        })
+    }
+
+    /// Number of live documents.
+    pub fn len(&self) -> Result<usize> {
+        let tx = self.db.begin_read()?;
+        Ok(tx.open_table(DOCS)?.len()? as usize)
+    }
+
+    /// True when the collection holds no document.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Store generation (incremented by every committed write).
+    pub fn generation(&self) -> Result<u64> {
+        meta::read_generation(&self.db)
+    }
+
+    /// Raw ingest state of a session (`sessions` table).
+    pub(crate) fn get_session_bytes(&self, id: &str) -> Result<Option<Vec<u8>>> {
+        let tx = self.db.begin_read()?;
+        Ok(tx.open_table(SESSIONS)?.get(id)?.map(|v| v.value().to_vec()))
+    }
+}
+
+pub(crate) fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => total += dir_size(&e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}

@@ -1,0 +1,241 @@
+//! The lexical index: BM25 over a tantivy index in `<collection>/lexical/`, derived from the
+//! redb store like the vector index (rebuildable; each commit records the store generation it
+//! reflects; deletes remove the document's terms). The tokenizer and the query parser are the
+//! pure [`tokenize`] module.
+
+pub mod tokenize;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tantivy::collector::{FilterCollector, TopDocs};
+use tantivy::query::{BooleanQuery, Occur, PhraseQuery, Query, TermQuery};
+use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use crate::error::{Error, Result};
+use crate::ids::DocSet;
+pub use tokenize::{LexicalQuery, MAX_CLAUSES, analyze, snippet, tokens};
+use tokenize::{TOKENIZER, analyzer};
+
+/// Bumped when the schema or the tokenizer changes: an index of another version is rebuilt.
+const FORMAT: &str = "lexical-1";
+
+/// The lexical index of one collection.
+pub struct Lexical {
+    dir: std::path::PathBuf,
+    writer: std::sync::Mutex<IndexWriter>,
+    reader: IndexReader,
+    doc: Field,
+    text: Field,
+}
+
+/// Why the lexical index was rebuilt on open.
+pub(crate) enum Opened {
+    /// Its last commit reflects this store generation.
+    At(u64),
+    /// Missing, unreadable, damaged, or of another format: a fresh one was created, to be
+    /// filled from the store.
+    Fresh(crate::ids::LoadFailure),
+}
+
+fn schema() -> (Schema, Field, Field) {
+    let mut b = Schema::builder();
+    let doc = b.add_u64_field("doc", INDEXED | FAST | STORED);
+    let opts = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let text = b.add_text_field("text", opts);
+    (b.build(), doc, text)
+}
+
+fn tantivy_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Lexical { path: path.to_path_buf(), reason: e.to_string() }
+}
+
+impl Lexical {
+    /// Opens (or creates) the index in `dir`. The returned state says which generation it
+    /// reflects; a fresh index is empty.
+    /// Opens (creating if needed) the index in `dir`. `verify`: check every file's checksum
+    /// first (after a crash or an outside change); a damaged or unreadable index is replaced by
+    /// an empty one ([`Opened::Fresh`]) for the caller to fill from the store.
+    pub(crate) fn open(dir: &Path, verify: bool) -> Result<(Lexical, Opened)> {
+        use crate::ids::LoadFailure;
+        let existing = dir.join("meta.json").exists();
+        let attempt = || -> std::result::Result<(Index, Option<String>), String> {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+            let index = if existing {
+                Index::open_in_dir(dir).map_err(|e| e.to_string())?
+            } else {
+                Index::create_in_dir(dir, schema().0).map_err(|e| e.to_string())?
+            };
+            if existing && verify {
+                let damaged = index.validate_checksum().map_err(|e| e.to_string())?;
+                if !damaged.is_empty() {
+                    let mut names: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
+                    names.sort();
+                    return Err(format!("damaged files: {}", names.join(", ")));
+                }
+            }
+            let payload = index.load_metas().map_err(|e| e.to_string())?.payload;
+            Ok((index, payload))
+        };
+        let (index, opened) = match attempt() {
+            Ok((index, payload)) if existing => {
+                let at = payload
+                    .as_deref()
+                    .and_then(|p| p.strip_prefix(FORMAT))
+                    .and_then(|p| p.strip_prefix(':'))
+                    .and_then(|g| g.parse().ok());
+                match at {
+                    Some(g) if index.schema() == schema().0 => (index, Opened::At(g)),
+                    _ => {
+                        drop(index);
+                        (Self::recreate_index(dir)?, Opened::Fresh(LoadFailure::Corrupt("another format".into())))
+                    }
+                }
+            }
+            Ok((index, _)) => (index, Opened::Fresh(LoadFailure::Missing)),
+            Err(why) => (Self::recreate_index(dir)?, Opened::Fresh(LoadFailure::Corrupt(why))),
+        };
+        match Self::from_index(dir, index) {
+            Ok(l) => Ok((l, opened)),
+            // Opened, but a segment is unreadable (a truncated file): start afresh.
+            Err(Error::Lexical { reason, .. }) => {
+                Ok((Self::recreate(dir)?, Opened::Fresh(LoadFailure::Corrupt(reason))))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn from_index(dir: &Path, index: Index) -> Result<Lexical> {
+        index.tokenizers().register(TOKENIZER, analyzer());
+        let (_, doc, text) = schema();
+        let writer = index.writer_with_num_threads(1, 32_000_000).map_err(|e| tantivy_err(dir, e))?;
+        let reader =
+            index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(|e| tantivy_err(dir, e))?;
+        Ok(Lexical { dir: dir.to_path_buf(), writer: std::sync::Mutex::new(writer), reader, doc, text })
+    }
+
+    /// Deletes whatever is in `dir` and opens an empty index there.
+    pub(crate) fn recreate(dir: &Path) -> Result<Lexical> {
+        let index = Self::recreate_index(dir)?;
+        Self::from_index(dir, index)
+    }
+
+    fn recreate_index(dir: &Path) -> Result<Index> {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        Index::create_in_dir(dir, schema().0).map_err(|e| tantivy_err(dir, e))
+    }
+
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Removes documents and adds new ones (by internal id), then commits with the store
+    /// generation. Added ids are never in the index already: the store never reuses an id, and
+    /// reconciling adds only ids the index lacks.
+    pub(crate) fn apply(&self, remove: &[u64], add: &[(u64, String)], generation: u64) -> Result<()> {
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        for id in remove {
+            w.delete_term(Term::from_field_u64(self.doc, *id));
+        }
+        for (id, text) in add {
+            let mut d = TantivyDocument::default();
+            d.add_u64(self.doc, *id);
+            d.add_text(self.text, text);
+            w.add_document(d).map_err(|e| tantivy_err(self.dir(), e))?;
+        }
+        let mut commit = w.prepare_commit().map_err(|e| tantivy_err(self.dir(), e))?;
+        commit.set_payload(&format!("{FORMAT}:{generation}"));
+        commit.commit().map_err(|e| tantivy_err(self.dir(), e))?;
+        drop(w);
+        self.reader.reload().map_err(|e| tantivy_err(self.dir(), e))
+    }
+
+    /// Removes everything (before a rebuild).
+    pub(crate) fn clear(&self) -> Result<()> {
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        w.delete_all_documents().map_err(|e| tantivy_err(self.dir(), e))?;
+        w.commit().map_err(|e| tantivy_err(self.dir(), e))?;
+        drop(w);
+        self.reader.reload().map_err(|e| tantivy_err(self.dir(), e))
+    }
+
+    /// Internal ids of every indexed document.
+    pub(crate) fn ids(&self) -> Result<Vec<u64>> {
+        let searcher = self.reader.searcher();
+        let mut out = Vec::new();
+        for seg in searcher.segment_readers() {
+            let col = seg.fast_fields().u64("doc").map_err(|e| tantivy_err(self.dir(), e))?;
+            for d in seg.doc_ids_alive() {
+                if let Some(v) = col.first(d) {
+                    out.push(v);
+                }
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// The best `limit` documents for `q` among `allowed` (all when `None`): `(id, BM25)`.
+    pub(crate) fn search(
+        &self,
+        q: &LexicalQuery,
+        allowed: Option<Arc<DocSet>>,
+        limit: usize,
+    ) -> Result<Vec<(u64, f32)>> {
+        if q.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let term = |t: &str| Term::from_field_text(self.text, t);
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for p in &q.phrases {
+            let base = p.first().map_or(0, |x| x.0);
+            let terms: Vec<(usize, Term)> = p.iter().map(|(pos, t)| (pos - base, term(t))).collect();
+            clauses.push((Occur::Must, Box::new(PhraseQuery::new_with_offset(terms))));
+        }
+        for (whole, parts) in &q.identifiers {
+            let base = parts.first().map_or(0, |x| x.0);
+            let terms: Vec<(usize, Term)> = parts.iter().map(|(pos, t)| (pos - base, term(t))).collect();
+            clauses.push((Occur::Must, Box::new(PhraseQuery::new_with_offset(terms))));
+            clauses.push((Occur::Should, Box::new(TermQuery::new(term(whole), IndexRecordOption::WithFreqs))));
+        }
+        for t in &q.required {
+            clauses.push((Occur::Must, Box::new(TermQuery::new(term(t), IndexRecordOption::WithFreqs))));
+        }
+        for t in &q.optional {
+            clauses.push((Occur::Should, Box::new(TermQuery::new(term(t), IndexRecordOption::WithFreqs))));
+        }
+        let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        // tantivy allocates for `limit` hits up front: never more than there are documents.
+        let limit = limit.min(searcher.num_docs().max(1) as usize);
+        let top = TopDocs::with_limit(limit).order_by_score();
+        let hits = match allowed {
+            Some(set) => {
+                let filter = FilterCollector::new("doc".to_string(), move |id: u64| set.contains(id), top);
+                searcher.search(&query, &filter)
+            }
+            None => searcher.search(&query, &top),
+        }
+        .map_err(|e| tantivy_err(self.dir(), e))?;
+        let mut out = Vec::with_capacity(hits.len());
+        for (score, addr) in hits {
+            let col = searcher
+                .segment_reader(addr.segment_ord)
+                .fast_fields()
+                .u64("doc")
+                .map_err(|e| tantivy_err(self.dir(), e))?;
+            if let Some(id) = col.first(addr.doc_id) {
+                out.push((id, score));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,234 @@
+//! What a search asks: its text, its [`Filter`], its mode and how many hits. One type for
+//! every front end: the library's builder, the CLI and the MCP server all fill a [`Query`].
+//!
+//! A filter is data: [`Filter::clauses`] says which secondary index to read with which keys
+//! (the store evaluates clauses without knowing the filters), so adding a filter over an
+//! existing index is a field, a builder method and a clause, here.
+
+use chrono::{DateTime, Utc};
+
+use crate::doc::DocKind;
+use crate::error::{Error, Result};
+
+/// The most hits one search returns ([`Query::limit`]); more is [`Error::LimitTooLarge`].
+pub const MAX_LIMIT: usize = 1000;
+/// The longest query text, in bytes; longer is [`Error::QueryTooLong`]. The model reads at most
+/// 256 tokens of it anyway.
+pub const MAX_QUERY_BYTES: usize = 8 * 1024;
+
+/// How a text query is matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SearchMode {
+    /// By meaning: the query's embedding against the documents' (cosine).
+    Semantic,
+    /// By words: BM25 over the lexical index; quoted phrases and identifiers must match
+    /// exactly (see [`crate::lexical`]).
+    Lexical,
+    /// Both rankings fused ([`crate::Fusion`]); the default.
+    #[default]
+    Hybrid,
+}
+
+impl std::str::FromStr for SearchMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "semantic" => Ok(SearchMode::Semantic),
+            "lexical" => Ok(SearchMode::Lexical),
+            "hybrid" => Ok(SearchMode::Hybrid),
+            other => {
+                Err(Error::InvalidArgument(format!("unknown search mode `{other}`; use semantic, lexical or hybrid")))
+            }
+        }
+    }
+}
+
+/// Which documents a search may return. Every field combines with the others by AND; a list
+/// field matches any of its values. Default: no restriction.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    /// Document types.
+    pub kinds: Vec<DocKind>,
+    /// Documents carrying at least one of these tags (lower-case).
+    pub tags_any: Vec<String>,
+    /// Documents carrying all of these tags (lower-case).
+    pub tags_all: Vec<String>,
+    /// Documents of this domain (lower-case).
+    pub domain: Option<String>,
+    /// Documents of one of these sessions.
+    pub sessions: Vec<String>,
+    /// Documents that discuss one of these files, in whatever form the path is typed
+    /// ([`crate::text::paths::lookup_forms`]).
+    pub files: Vec<String>,
+    /// Documents that discuss a file under this path prefix (e.g. a directory `src/`).
+    pub file_prefix: Option<String>,
+    /// Documents at or after this time.
+    pub since: Option<DateTime<Utc>>,
+    /// Documents at or before this time.
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// A secondary index of the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IndexName {
+    Kind,
+    Tag,
+    Domain,
+    Session,
+    File,
+}
+
+/// One condition on documents, as the store evaluates it: the documents listed under any of
+/// `keys` (or any key starting with `prefix`, or in the time range) of one secondary index.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Clause {
+    /// Any of these keys.
+    Any(IndexName, Vec<String>),
+    /// Any key starting with one of these prefixes.
+    Prefix(IndexName, Vec<String>),
+    /// Timestamps (ms) in `lo..=hi`.
+    TimeRange(i64, i64),
+}
+
+impl Filter {
+    /// True when nothing is restricted.
+    pub fn is_empty(&self) -> bool {
+        self.clauses(None).is_empty()
+    }
+
+    /// Checks the filter; the error says what to fix.
+    pub fn validate(&self) -> Result<()> {
+        if let (Some(s), Some(u)) = (self.since, self.until)
+            && s > u
+        {
+            return Err(Error::InvertedTimeRange { since: s.to_rfc3339(), until: u.to_rfc3339() });
+        }
+        if self.files.iter().any(|f| f.trim().is_empty()) {
+            return Err(Error::InvalidArgument("file filter is empty; give a path such as `src/auth.rs`".into()));
+        }
+        Ok(())
+    }
+
+    /// The filter as clauses over the store's secondary indexes (AND of clauses). `root` is the
+    /// collection's project path, for file paths typed absolute.
+    pub(crate) fn clauses(&self, root: Option<&str>) -> Vec<Clause> {
+        let mut out = Vec::new();
+        if !self.kinds.is_empty() {
+            out.push(Clause::Any(IndexName::Kind, self.kinds.iter().map(|k| k.code().to_string()).collect()));
+        }
+        if !self.tags_any.is_empty() {
+            out.push(Clause::Any(IndexName::Tag, self.tags_any.clone()));
+        }
+        for t in &self.tags_all {
+            out.push(Clause::Any(IndexName::Tag, vec![t.clone()]));
+        }
+        if let Some(d) = &self.domain {
+            out.push(Clause::Any(IndexName::Domain, vec![d.clone()]));
+        }
+        if !self.sessions.is_empty() {
+            out.push(Clause::Any(IndexName::Session, self.sessions.clone()));
+        }
+        if !self.files.is_empty() {
+            let forms = self.files.iter().flat_map(|f| crate::text::paths::lookup_forms(f, root)).collect();
+            out.push(Clause::Any(IndexName::File, forms));
+        }
+        if let Some(p) = &self.file_prefix {
+            // A directory prefix keeps its `/` (`src/` must not match `srcx/`).
+            let dir = p.ends_with('/') || p.ends_with('\\');
+            let forms = crate::text::paths::lookup_forms(p, root)
+                .into_iter()
+                .map(|f| if dir && !f.is_empty() && !f.ends_with('/') { format!("{f}/") } else { f })
+                .collect();
+            out.push(Clause::Prefix(IndexName::File, forms));
+        }
+        if self.since.is_some() || self.until.is_some() {
+            let lo = self.since.map_or(i64::MIN, |d| d.timestamp_millis());
+            let hi = self.until.map_or(i64::MAX, |d| d.timestamp_millis());
+            out.push(Clause::TimeRange(lo, hi));
+        }
+        out
+    }
+}
+
+/// A search: text, filter, mode and limit. Front ends parse their input into one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    /// What to look for (at most [`MAX_QUERY_BYTES`]).
+    pub text: String,
+    /// Which documents may be returned.
+    pub filter: Filter,
+    /// How the text is matched. Default: `None`, hybrid (semantic when the collection has no
+    /// lexical index).
+    pub mode: Option<SearchMode>,
+    /// Hits at most, 1 to [`MAX_LIMIT`]. Default: 10.
+    pub limit: usize,
+}
+
+impl Query {
+    /// A query for `text` with no filter, the default mode and 10 hits.
+    pub fn new(text: impl Into<String>) -> Query {
+        Query { text: text.into(), filter: Filter::default(), mode: None, limit: 10 }
+    }
+
+    /// Checks the query; the error says what to fix.
+    pub fn validate(&self) -> Result<()> {
+        if self.text.trim().is_empty() {
+            return Err(Error::EmptyQuery);
+        }
+        if self.text.len() > MAX_QUERY_BYTES {
+            return Err(Error::QueryTooLong { bytes: self.text.len(), max: MAX_QUERY_BYTES });
+        }
+        validate_limit(self.limit)?;
+        self.filter.validate()
+    }
+}
+
+/// A limit of 1 to [`MAX_LIMIT`].
+pub(crate) fn validate_limit(limit: usize) -> Result<()> {
+    match limit {
+        0 => Err(Error::ZeroLimit),
+        n if n > MAX_LIMIT => Err(Error::LimitTooLarge { limit: n, max: MAX_LIMIT }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_become_clauses_over_the_indexes() {
+        assert!(Filter::default().is_empty());
+        let f = Filter {
+            kinds: vec![DocKind::Decision],
+            tags_all: vec!["a".into(), "b".into()],
+            files: vec!["D:\\p\\src\\x.rs".into()],
+            file_prefix: Some("src/".into()),
+            since: DateTime::from_timestamp_millis(5),
+            ..Default::default()
+        };
+        let c = f.clauses(Some("D:\\p"));
+        assert_eq!(c[0], Clause::Any(IndexName::Kind, vec!["1".into()]));
+        assert_eq!(c[1], Clause::Any(IndexName::Tag, vec!["a".into()]), "tags_all: one clause per tag");
+        assert_eq!(
+            c[3],
+            Clause::Any(IndexName::File, vec!["D:/p/src/x.rs".into(), "d:/p/src/x.rs".into(), "src/x.rs".into()])
+        );
+        assert_eq!(c[4], Clause::Prefix(IndexName::File, vec!["src/".into()]));
+        assert_eq!(c[5], Clause::TimeRange(5, i64::MAX));
+    }
+
+    #[test]
+    fn bad_queries_say_what_to_fix() {
+        let q = |t: &str, limit| Query { limit, ..Query::new(t) };
+        assert!(matches!(q(" ", 10).validate(), Err(Error::EmptyQuery)));
+        assert!(matches!(q("x", 0).validate(), Err(Error::ZeroLimit)));
+        assert!(matches!(q("x", MAX_LIMIT + 1).validate(), Err(Error::LimitTooLarge { .. })));
+        assert!(matches!(q(&"x".repeat(MAX_QUERY_BYTES + 1), 1).validate(), Err(Error::QueryTooLong { .. })));
+        let mut inverted = Query::new("x");
+        inverted.filter.since = DateTime::from_timestamp_millis(10);
+        inverted.filter.until = DateTime::from_timestamp_millis(5);
+        assert!(matches!(inverted.validate(), Err(Error::InvertedTimeRange { .. })));
+        assert!("HYBRID".parse::<SearchMode>().is_ok() && "x".parse::<SearchMode>().is_err());
+    }
+}

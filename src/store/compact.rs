@@ -1,0 +1,65 @@
+//! Rewriting a store from its live rows: deleting in redb frees pages but does not overwrite
+//! them, so compaction copies every live row into a fresh file that replaces the old one.
+
+use std::path::Path;
+
+use redb::{Database, ReadableDatabase, ReadableMultimapTable, ReadableTable, ReadableTableMetadata};
+
+use crate::error::{Error, Result};
+use crate::store::tables::*;
+
+/// Copies every row of the listed tables from `src` to `dst` (same definitions on both sides).
+macro_rules! copy_tables {
+    ($src:expr, $dst:expr; tables: $($t:expr),*; multimaps: $($m:expr),*) => {{
+        $(
+            let from = $src.open_table($t)?;
+            let mut to = $dst.open_table($t)?;
+            for row in from.iter()? {
+                let (k, v) = row?;
+                to.insert(k.value(), v.value())?;
+            }
+        )*
+        $(
+            let from = $src.open_multimap_table($m)?;
+            let mut to = $dst.open_multimap_table($m)?;
+            for row in from.iter()? {
+                let (k, values) = row?;
+                for v in values {
+                    to.insert(k.value(), v?.value())?;
+                }
+            }
+        )*
+    }};
+}
+
+/// Rewrites `data.redb` into a fresh file holding only live rows.
+/// Rewrites `data.redb` into a fresh file holding only live rows.
+pub(crate) fn rewrite_store(dir: &Path) -> Result<()> {
+    let path = dir.join("data.redb");
+    let fresh = dir.join("data.redb.compact");
+    let _ = std::fs::remove_file(&fresh);
+    {
+        let src = match Database::open(&path) {
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                return Err(Error::InUse { path: dir.to_path_buf(), holder: std::process::id().to_string() });
+            }
+            other => other?,
+        };
+        let dst = Database::builder().create(&fresh)?;
+        crate::store::create_tables(&src)?;
+        let r = src.begin_read()?;
+        let w = dst.begin_write()?;
+        {
+            copy_tables!(r, w;
+                tables: META, DOCS, UUIDS, VECTORS, EMBED_CACHE, SESSIONS, FORGOTTEN;
+                multimaps: IDX_KIND, IDX_TAG, IDX_DOMAIN, IDX_SESSION, IDX_FILE, IDX_TIME);
+            debug_assert_eq!(r.open_table(DOCS)?.len()?, w.open_table(DOCS)?.len()?);
+        }
+        w.commit()?;
+    }
+    std::fs::rename(&fresh, &path).map_err(|e| Error::io(&path, e))?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}

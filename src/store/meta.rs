@@ -1,0 +1,125 @@
+//! Collection metadata in the `meta` table: layout version, model id and dimension, the store
+//! generation (bumped by every committed write), the next internal document id, and the
+//! [`CollectionMeta`] record.
+
+use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
+use serde::{Deserialize, Serialize};
+
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::store::codec;
+use crate::store::tables::META;
+
+/// Version of the collection layout (tables, key encodings). Stored in `meta`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Collection metadata (seed `ConversationIndexMetadata`), kept true by the writers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CollectionMeta {
+    /// Tenant name.
+    pub tenant: String,
+    /// Project name.
+    pub project: String,
+    /// Project path on disk, when known.
+    pub project_path: Option<String>,
+    /// Last successful indexing run (ms since epoch).
+    pub last_indexed_at_ms: Option<i64>,
+}
+
+pub(crate) const META_SCHEMA: &str = "schema_version";
+pub(crate) const META_MODEL: &str = "model_id";
+pub(crate) const META_DIM: &str = "dimension";
+pub(crate) const META_GENERATION: &str = "generation";
+pub(crate) const META_NEXT_ID: &str = "next_doc_id";
+pub(crate) const META_COLLECTION: &str = "collection";
+
+/// The collection metadata stored in `db`.
+pub(crate) fn read_meta(db: &impl ReadableDatabase) -> Result<CollectionMeta> {
+    let tx = db.begin_read()?;
+    let t = tx.open_table(META)?;
+    match t.get(META_COLLECTION)? {
+        Some(v) => codec::decode("collection metadata", v.value()),
+        None => Ok(CollectionMeta::default()),
+    }
+}
+
+pub(crate) fn get_u64(t: &impl ReadableTable<&'static str, &'static [u8]>, key: &str) -> Result<Option<u64>> {
+    Ok(t.get(key)?.and_then(|v| v.value().try_into().ok().map(u64::from_le_bytes)))
+}
+
+pub(crate) fn read_generation(db: &impl ReadableDatabase) -> Result<u64> {
+    let tx = db.begin_read()?;
+    Ok(get_u64(&tx.open_table(META)?, META_GENERATION)?.unwrap_or(0))
+}
+
+pub(crate) fn check_or_init_meta(db: &Database, embedder: &dyn Embedder, meta: &CollectionMeta) -> Result<()> {
+    let tx = db.begin_write()?;
+    {
+        let mut t = tx.open_table(META)?;
+        let schema = t.get(META_SCHEMA)?.map(|v| v.value().to_vec());
+        match schema {
+            None => {
+                t.insert(META_SCHEMA, SCHEMA_VERSION.to_le_bytes().as_slice())?;
+                t.insert(META_MODEL, embedder.model_id().as_bytes())?;
+                t.insert(META_DIM, (embedder.dim() as u64).to_le_bytes().as_slice())?;
+                t.insert(META_GENERATION, 0u64.to_le_bytes().as_slice())?;
+                t.insert(META_NEXT_ID, 1u64.to_le_bytes().as_slice())?;
+                t.insert(META_COLLECTION, codec::encode(meta).as_slice())?;
+            }
+            Some(bytes) => {
+                let found = bytes.as_slice().try_into().map(u32::from_le_bytes).unwrap_or(u32::MAX);
+                if found != SCHEMA_VERSION {
+                    return Err(Error::FormatVersion { what: "collection", found, supported: SCHEMA_VERSION });
+                }
+                let stored =
+                    t.get(META_MODEL)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default();
+                let stored_dim = get_u64(&t, META_DIM)?.unwrap_or(0) as usize;
+                if stored != embedder.model_id() || stored_dim != embedder.dim() {
+                    return Err(Error::ModelMismatch {
+                        stored,
+                        stored_dim,
+                        configured: embedder.model_id().to_string(),
+                        configured_dim: embedder.dim(),
+                    });
+                }
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Writes the metadata record in `tx`.
+pub(crate) fn update_meta_in(tx: &WriteTransaction, f: impl FnOnce(&mut CollectionMeta)) -> Result<()> {
+    let mut t = tx.open_table(META)?;
+    let mut meta: CollectionMeta = match t.get(META_COLLECTION)? {
+        Some(v) => codec::decode("collection metadata", v.value())?,
+        None => CollectionMeta::default(),
+    };
+    f(&mut meta);
+    t.insert(META_COLLECTION, codec::encode(&meta).as_slice())?;
+    Ok(())
+}
+
+/// Increments the store generation in `tx` and returns the new one.
+pub(crate) fn bump_generation(tx: &WriteTransaction) -> Result<u64> {
+    let mut t = tx.open_table(META)?;
+    let generation = get_u64(&t, META_GENERATION)?.unwrap_or(0) + 1;
+    t.insert(META_GENERATION, generation.to_le_bytes().as_slice())?;
+    Ok(generation)
+}
+
+/// Hands out `n` fresh internal document ids in `tx` (never reused); returns the first.
+pub(crate) fn take_ids(tx: &WriteTransaction, n: u64) -> Result<u64> {
+    let mut t = tx.open_table(META)?;
+    let first = get_u64(&t, META_NEXT_ID)?.unwrap_or(1);
+    t.insert(META_NEXT_ID, (first + n).to_le_bytes().as_slice())?;
+    Ok(first)
+}
+
+/// The model id recorded in the collection.
+pub(crate) fn model_id(db: &impl ReadableDatabase) -> Result<String> {
+    let tx = db.begin_read()?;
+    let t = tx.open_table(META)?;
+    Ok(t.get(META_MODEL)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default())
+}
