@@ -170,6 +170,33 @@ pub enum Error {
         /// What was found.
         reason: String,
     },
+    /// Nothing has been indexed in this data directory yet.
+    #[error(
+        "nothing is indexed in {root} yet; run `convdex index` (or the MCP `index` tool) first, or pass \
+         --data-dir naming the directory you indexed into"
+    )]
+    NothingIndexed {
+        /// The data directory.
+        root: PathBuf,
+    },
+    /// No collection of that project.
+    #[error("no collection for project `{project}`; `convdex stats` lists the projects")]
+    NoSuchProject {
+        /// The project asked for (normalised).
+        project: String,
+    },
+    /// No session id starts with the prefix given.
+    #[error("no session starts with `{prefix}`; `convdex search` shows session ids")]
+    NoSuchSession {
+        /// The prefix asked for.
+        prefix: String,
+    },
+    /// Every collection asked for was skipped.
+    #[error("no collection could be read: {reasons}")]
+    NoneReadable {
+        /// Why each was skipped.
+        reasons: String,
+    },
     /// The lexical (full-text) index failed.
     #[error(
         "lexical index error in {path}: {reason}; the index is derived from the store: delete the \

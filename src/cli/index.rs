@@ -1,0 +1,103 @@
+//! `convdex index [PATH…]` and `convdex index --hook` (a Claude Code hook payload on stdin).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use convdex::{Index, IndexOptions, Options};
+
+use super::{Ctx, print_json, problem};
+
+/// Index Claude Code transcripts (default: ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects).
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// A projects root, one project folder, or one session file.
+    pub paths: Vec<PathBuf>,
+    /// Re-index every session from scratch.
+    #[arg(long)]
+    pub force: bool,
+    /// Tenant of the collections (default: the OS user).
+    #[arg(long)]
+    pub tenant: Option<String>,
+    /// Skip session files whose path contains this string (repeatable).
+    #[arg(long)]
+    pub exclude: Vec<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Claude Code hook mode (`SessionEnd` / `Stop`): read the hook's JSON from stdin and
+    /// index the session in its `transcript_path`, quietly. Never fails the user's session:
+    /// problems go to stderr and the exit code is 0.
+    #[arg(long, conflicts_with = "paths")]
+    pub hook: bool,
+}
+
+/// Runs `convdex index`.
+pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
+    let options =
+        ctx.index_options(IndexOptions { force: a.force, tenant: a.tenant, exclude: a.exclude, ..Default::default() })?;
+    if a.hook {
+        if let Err(e) = hook(ctx, options) {
+            eprintln!("convdex hook: {e:#}");
+        }
+        return Ok(());
+    }
+    let paths = if a.paths.is_empty() { vec![convdex::default_history()] } else { a.paths };
+    let index = ctx.index()?;
+    let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} sessions {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let report = convdex::index_paths_with_progress(&index, &paths, &options, &mut |p| {
+        if let Some(b) = &bar {
+            b.set_length(p.total as u64);
+            b.set_position(p.done as u64);
+            b.set_message(convdex::text::prefix_chars(p.session, 8).to_string());
+        }
+    })
+    .context("indexing failed")?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    for f in &report.failures {
+        problem(format!("not indexed: {f}"));
+    }
+    if a.json {
+        return print_json(&report);
+    }
+    for (file, s) in report.skipped_lines.iter().take(20) {
+        eprintln!("skipped {}:{}: {}", file.display(), s.line, s.reason);
+    }
+    println!("{report}");
+    println!("collections: {}", report.collections.join(", "));
+    Ok(())
+}
+
+/// `convdex index --hook`: the hook's JSON on stdin names the transcript to index.
+fn hook(ctx: &Ctx, options: IndexOptions) -> anyhow::Result<()> {
+    use std::io::Read;
+    let mut input = String::new();
+    std::io::stdin().take(1 << 20).read_to_string(&mut input).context("cannot read the hook input on stdin")?;
+    let v: serde_json::Value =
+        serde_json::from_str(&input).context("hook input is not JSON (expected Claude Code's hook payload)")?;
+    let path = v
+        .get("transcript_path")
+        .and_then(serde_json::Value::as_str)
+        .filter(|p| !p.is_empty())
+        .context("hook input has no `transcript_path`")?;
+    let path = PathBuf::from(path);
+    if !path.is_file() {
+        anyhow::bail!("transcript {} does not exist", path.display());
+    }
+    // A hook runs in the background: wait longer for a collection another process is writing
+    // (an MCP server's `index`, a manual run) than an interactive command would.
+    let mut opts = Options::default();
+    opts.collection.lock_wait = std::time::Duration::from_secs(30);
+    let index = Index::open(&ctx.dir, opts)?;
+    convdex::index_paths(&index, &[path], &options).context("indexing failed")?;
+    Ok(())
+}

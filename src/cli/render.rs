@@ -1,0 +1,94 @@
+//! Rendering shared by the CLI and the MCP server: roles, snippets, hits and decisions as text
+//! and as JSON, and times as users type them.
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use convdex::{DecisionStatus, DocBody, Document, Hit};
+use serde_json::{Value, json};
+
+/// RFC 3339, or `YYYY-MM-DD` (start of the day, or its end when `end_of_day`).
+pub fn parse_time(s: &str, end_of_day: bool) -> anyhow::Result<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.to_utc());
+    }
+    let d = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .with_context(|| format!("`{s}` is not a date; use YYYY-MM-DD or RFC 3339"))?;
+    let t = if end_of_day { d.and_hms_milli_opt(23, 59, 59, 999) } else { d.and_hms_opt(0, 0, 0) };
+    Ok(t.context("valid time")?.and_utc())
+}
+
+/// Whitespace collapsed, cut at `max` characters with an ellipsis.
+pub fn snippet(text: &str, max: usize) -> String {
+    convdex::text::one_line(text, max)
+}
+
+/// The first 8 characters of an id.
+pub fn short(id: &str) -> &str {
+    convdex::text::prefix_chars(id, 8)
+}
+
+/// `user` / `assistant` for messages, the document type otherwise.
+pub fn role(d: &Document) -> &str {
+    match &d.body {
+        DocBody::Message(m) => m.role.as_str(),
+        _ => d.kind().as_str(),
+    }
+}
+
+/// One hit as JSON (the CLI's `--json` shape).
+pub fn hit_json(project: &str, h: &Hit) -> Value {
+    json!({
+        "project": project, "score": h.score, "session": h.doc.session_id, "id": h.doc.id,
+        "type": h.doc.kind().as_str(), "time": h.doc.timestamp.to_rfc3339(),
+        "files": h.doc.files_discussed.iter().map(|f| &f.path).collect::<Vec<_>>(),
+        "signals": {
+            "semantic": h.signals.semantic, "semantic_rank": h.signals.semantic_rank,
+            "lexical": h.signals.lexical, "lexical_rank": h.signals.lexical_rank,
+        },
+        "snippet": h.snippet,
+        "content": h.doc.content,
+    })
+}
+
+/// Which signals found a hit, in words.
+pub fn matched(h: &Hit) -> &'static str {
+    match (h.signals.semantic_rank.is_some(), h.signals.lexical.is_some()) {
+        (true, true) => "meaning+words",
+        (false, true) => "words",
+        _ => "meaning",
+    }
+}
+
+/// One decision as JSON.
+pub fn decision_json(project: &str, d: &Document) -> Value {
+    let DocBody::Decision(f) = &d.body else { return Value::Null };
+    json!({
+        "project": project, "id": d.id, "session": d.session_id, "time": d.timestamp.to_rfc3339(),
+        "summary": f.summary, "alternatives": f.alternatives, "reasoning": f.reasoning,
+        "confidence": f.confidence, "status": format!("{:?}", f.status).to_lowercase(),
+        "superseded_by": f.superseded_by, "supersedes": f.supersedes,
+        "files": d.files_discussed.iter().map(|x| &x.path).collect::<Vec<_>>(),
+    })
+}
+
+/// ` [superseded]` / ` [rejected]` for inactive decisions.
+pub fn status_mark(d: &Document) -> &'static str {
+    match &d.body {
+        DocBody::Decision(f) => match f.status {
+            DecisionStatus::Active => "",
+            DecisionStatus::Superseded => " [superseded]",
+            DecisionStatus::Rejected => " [rejected]",
+        },
+        _ => "",
+    }
+}
+
+/// Lexical matches, marked `[…]` in a snippet: bold on a colour terminal, brackets otherwise.
+pub fn highlight(s: &str, color: bool) -> String {
+    if color { s.replace('[', "\x1b[1;33m").replace(']', "\x1b[0m") } else { s.to_string() }
+}
+
+/// True when stdout is a terminal and `NO_COLOR` is not set.
+pub fn color() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stdout()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}

@@ -1,0 +1,105 @@
+//! `convdex search QUERY`: every filter of [`convdex::Filter`] as a flag, one [`convdex::Query`].
+
+use clap::Args;
+use convdex::{DocKind, Filter, Query, SearchMode};
+
+use super::render::{color, highlight, hit_json, matched, parse_time, role, short, snippet};
+use super::{Ctx, print_json, skipped};
+
+/// Search by words and meaning across projects.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to look for.
+    pub query: String,
+    /// Only this project (collection project name); all projects when absent.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// Document type: message, decision or summary.
+    #[arg(long = "type")]
+    pub kind: Option<DocKind>,
+    /// Only documents with this tag (repeatable: any of them).
+    #[arg(long)]
+    pub tag: Vec<String>,
+    /// Only this domain.
+    #[arg(long)]
+    pub domain: Option<String>,
+    /// Only this session.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only documents discussing this file (relative to the project root or absolute; `\` or
+    /// `/`).
+    #[arg(long)]
+    pub file: Option<String>,
+    /// Only documents discussing a file under this prefix.
+    #[arg(long)]
+    pub file_prefix: Option<String>,
+    /// Only at or after this time (RFC 3339 or YYYY-MM-DD).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only at or before this time (RFC 3339 or YYYY-MM-DD).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// semantic (meaning), lexical (words: quoted phrases and identifiers must match), or
+    /// hybrid (both, fused).
+    #[arg(long, default_value = "hybrid")]
+    pub mode: SearchMode,
+    /// Number of hits, 1 to 1000.
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl SearchArgs {
+    /// The query these flags ask.
+    pub fn query(&self) -> anyhow::Result<Query> {
+        let filter = Filter {
+            kinds: self.kind.into_iter().collect(),
+            tags_any: self.tag.iter().map(|t| t.to_lowercase()).collect(),
+            domain: self.domain.as_ref().map(|d| d.to_lowercase()),
+            sessions: self.session.iter().cloned().collect(),
+            files: self.file.iter().cloned().collect(),
+            file_prefix: self.file_prefix.clone(),
+            since: self.since.as_deref().map(|s| parse_time(s, false)).transpose()?,
+            until: self.until.as_deref().map(|s| parse_time(s, true)).transpose()?,
+            ..Default::default()
+        };
+        Ok(Query { text: self.query.clone(), filter, mode: Some(self.mode), limit: self.limit })
+    }
+}
+
+/// Runs `convdex search`.
+pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
+    let index = ctx.index()?;
+    let found = index.search(a.project.as_deref(), &a.query()?)?;
+    skipped(&found.skipped);
+    let hits = found.found;
+    if a.json {
+        let v: Vec<_> = hits.iter().map(|h| hit_json(&h.project, &h.hit)).collect();
+        return print_json(&v);
+    }
+    if hits.is_empty() {
+        println!("no hits");
+    }
+    let color = color();
+    for ph in hits {
+        let h = &ph.hit;
+        let files: Vec<&str> = h.doc.files_discussed.iter().take(3).map(|f| f.path.as_str()).collect();
+        println!(
+            "{:.3}  {}  {}  {}  {}{}",
+            h.score,
+            ph.project,
+            short(&h.doc.session_id),
+            h.doc.timestamp.format("%Y-%m-%d %H:%M"),
+            role(&h.doc),
+            if files.is_empty() { String::new() } else { format!("  [{}]", files.join(", ")) }
+        );
+        let text = match &h.snippet {
+            Some(s) => highlight(s, color),
+            None => snippet(&h.doc.content, 160),
+        };
+        println!("       ({}) {text}", matched(h));
+    }
+    Ok(())
+}

@@ -1,0 +1,48 @@
+//! `convdex session ID`: one session, summary first, then its messages.
+
+use clap::Args;
+use convdex::DocKind;
+
+use super::render::{role, snippet};
+use super::{Ctx, print_json, skipped};
+
+/// One session by id or id prefix: its summary, then its messages in order.
+#[derive(Debug, Args)]
+pub struct SessionArgs {
+    /// Session id, or a unique prefix of one.
+    pub id: String,
+    /// Only this project; all projects when absent.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `convdex session`.
+pub fn run(ctx: &Ctx, a: SessionArgs) -> anyhow::Result<()> {
+    let index = ctx.index()?;
+    let found = index.find_session(&a.id, a.project.as_deref())?;
+    skipped(&found.skipped);
+    let s = found.found;
+    let docs = s.collection.session_documents(&s.session)?;
+    let summary = docs.iter().find(|d| d.kind() == DocKind::Summary);
+    let messages: Vec<&convdex::Document> = docs.iter().filter(|d| d.kind() == DocKind::Message).collect();
+    if a.json {
+        return print_json(&serde_json::json!({
+            "project": s.info.project, "session": s.session,
+            "summary": summary.map(|d| &d.content),
+            "messages": messages.iter().map(|d| {
+                serde_json::json!({"time": d.timestamp.to_rfc3339(), "role": role(d), "content": d.content})
+            }).collect::<Vec<_>>(),
+        }));
+    }
+    println!("# {} {}", s.info.project, s.session);
+    if let Some(sum) = summary {
+        println!("\n{}\n", sum.content);
+    }
+    for d in messages {
+        println!("{}  {}: {}", d.timestamp.format("%Y-%m-%d %H:%M"), role(d), snippet(&d.content, 300));
+    }
+    Ok(())
+}

@@ -1,0 +1,285 @@
+//! Questions asked of every project at once (or of one): search, decisions, blame, a session by
+//! id prefix, the latest handoff, the sessions a `forget` selects. What the CLI and the MCP
+//! server answer from; each returns what it found with the collections it had to skip
+//! ([`Across::skipped`]: busy in another process, damaged), so one bad collection never hides
+//! the others.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::collection::Collection;
+use crate::doc::{DecisionStatus, DocBody, DocKind, Document};
+use crate::error::{Error, Result};
+use crate::index::{CollectionInfo, Index, Skipped};
+use crate::search::{Hit, Query};
+
+/// What a question over several collections found, and the collections it skipped.
+#[derive(Debug)]
+pub struct Across<T> {
+    /// The answer from the collections that could be read.
+    pub found: T,
+    /// Collections that could not be opened or read, with why.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A hit with the project it came from.
+#[derive(Debug, Clone)]
+pub struct ProjectHit {
+    /// The collection's project name.
+    pub project: String,
+    /// The hit.
+    pub hit: Hit,
+}
+
+/// Which decisions [`Index::decisions`] lists. Default: active decisions of every project.
+#[derive(Debug, Clone, Default)]
+pub struct DecisionFilter {
+    /// Only decisions about this file (in whatever form it is typed).
+    pub file: Option<String>,
+    /// Only decisions at or after this time.
+    pub since: Option<DateTime<Utc>>,
+    /// Only decisions with this tag.
+    pub tag: Option<String>,
+    /// Superseded and rejected decisions too.
+    pub all: bool,
+}
+
+/// A session that discussed or changed a file ([`Index::blame`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct BlameSession {
+    /// The collection's project name.
+    pub project: String,
+    /// The session.
+    pub session: String,
+    /// Its last document about the file.
+    pub last: DateTime<Utc>,
+    /// What its messages did to the file (`read`, `edited`, `created`, `deleted`).
+    pub actions: Vec<String>,
+    /// The session's documents about the file: messages, decisions, summary.
+    pub documents: Vec<Document>,
+    /// Commits made in those documents, `sha subject`.
+    pub commits: Vec<String>,
+}
+
+/// A collection that opened, with its identity.
+pub type OpenCollection = (CollectionInfo, Arc<Collection>);
+
+/// A session with its collection, its last document's time and its document count
+/// ([`Index::sessions_with_times`]).
+#[derive(Debug, Clone)]
+pub struct SessionAt {
+    /// Its collection's identity.
+    pub info: CollectionInfo,
+    /// Its collection.
+    pub collection: Arc<Collection>,
+    /// The session id.
+    pub session: String,
+    /// Its last document's time.
+    pub last: DateTime<Utc>,
+    /// How many documents it has.
+    pub documents: usize,
+}
+
+/// A session chosen by [`Index::find_session`].
+#[derive(Debug, Clone)]
+pub struct FoundSession {
+    /// Its collection's identity.
+    pub info: CollectionInfo,
+    /// Its collection.
+    pub collection: Arc<Collection>,
+    /// The full session id.
+    pub session: String,
+}
+
+impl Index {
+    /// The collections of `project` (its name, or its name with the `-` suffix that indexing
+    /// adds to tell apart projects of the same name), or all, opened. An error when nothing can
+    /// be read: nothing indexed, no such project, or every collection skipped.
+    pub fn readable(&self, project: Option<&str>) -> Result<Across<Vec<OpenCollection>>> {
+        let opened = self.open_collections(project)?;
+        if opened.collections.is_empty() {
+            return Err(match (project, opened.skipped.is_empty()) {
+                (_, false) => Error::NoneReadable {
+                    reasons: opened.skipped.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+                },
+                (Some(p), true) => Error::NoSuchProject { project: crate::text::normalize_name(p) },
+                (None, true) => Error::NothingIndexed { root: self.root().to_path_buf() },
+            });
+        }
+        Ok(Across { found: opened.collections, skipped: opened.skipped })
+    }
+
+    /// Runs `f` on each readable collection; a collection whose files fail while reading is
+    /// skipped (and listed), any other error is returned at once.
+    pub fn each<T>(
+        &self,
+        project: Option<&str>,
+        mut f: impl FnMut(&CollectionInfo, &Collection) -> Result<T>,
+    ) -> Result<Across<Vec<T>>> {
+        let Across { found, mut skipped } = self.readable(project)?;
+        let mut out = Vec::with_capacity(found.len());
+        for (info, c) in &found {
+            match c.guarded(|c| f(info, c)) {
+                Ok(v) => out.push(v),
+                Err(error) if error.is_collection_fault() => skipped.push(Skipped { info: info.clone(), error }),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Across { found: out, skipped })
+    }
+
+    /// Searches every readable collection of `project` (all when `None`) and merges the hits by
+    /// score, best first, at most `query.limit`.
+    pub fn search(&self, project: Option<&str>, query: &Query) -> Result<Across<Vec<ProjectHit>>> {
+        query.validate()?;
+        let Across { found, skipped } = self.each(project, |info, c| {
+            let hits = c.query(query)?;
+            Ok(hits.into_iter().map(|hit| ProjectHit { project: info.project.clone(), hit }).collect::<Vec<_>>())
+        })?;
+        let mut all: Vec<ProjectHit> = found.into_iter().flatten().collect();
+        all.sort_by(|x, y| y.hit.score.total_cmp(&x.hit.score));
+        all.truncate(query.limit);
+        Ok(Across { found: all, skipped })
+    }
+
+    /// Decisions matching `filter`, newest first, with their project.
+    pub fn decisions(&self, project: Option<&str>, filter: &DecisionFilter) -> Result<Across<Vec<(String, Document)>>> {
+        let Across { found, skipped } = self.each(project, |info, c| {
+            let forms = match &filter.file {
+                Some(p) => c.file_forms(p)?,
+                None => Vec::new(),
+            };
+            let mut rows = Vec::new();
+            for d in c.documents_of_kind(DocKind::Decision)? {
+                let DocBody::Decision(fields) = &d.body else { continue };
+                let keep = (filter.all || fields.status == DecisionStatus::Active)
+                    && (forms.is_empty() || d.files_discussed.iter().any(|x| forms.contains(&x.path)))
+                    && filter.since.is_none_or(|s| d.timestamp >= s)
+                    && filter.tag.as_deref().is_none_or(|t| d.tags.iter().any(|x| x == t));
+                if keep {
+                    rows.push((info.project.clone(), d));
+                }
+            }
+            Ok(rows)
+        })?;
+        let mut rows: Vec<(String, Document)> = found.into_iter().flatten().collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(r.1.timestamp));
+        Ok(Across { found: rows, skipped })
+    }
+
+    /// The sessions that discussed or changed `path` (in whatever form it is typed), newest
+    /// first, with what they did to it, their decisions and commits.
+    pub fn blame(&self, project: Option<&str>, path: &str) -> Result<Across<Vec<BlameSession>>> {
+        let Across { found, skipped } = self.each(project, |info, c| {
+            let forms = c.file_forms(path)?;
+            let mut by_session: BTreeMap<String, Vec<Document>> = BTreeMap::new();
+            for d in c.documents_for_file(path)? {
+                by_session.entry(d.session_id.clone()).or_default().push(d);
+            }
+            let mut out = Vec::new();
+            for (session, documents) in by_session {
+                let mut actions: Vec<String> = documents
+                    .iter()
+                    .filter(|d| d.kind() == DocKind::Message)
+                    .flat_map(|d| d.files_discussed.iter().filter(|f| forms.contains(&f.path)))
+                    .map(|f| f.action.as_str().to_string())
+                    .collect();
+                actions.sort();
+                actions.dedup();
+                let mut commits: Vec<String> = documents
+                    .iter()
+                    .flat_map(|d| d.commits_made.iter().map(|c| format!("{} {}", c.sha, c.message)))
+                    .collect();
+                commits.sort();
+                commits.dedup();
+                let last = documents.iter().map(|d| d.timestamp).max().unwrap_or_default();
+                out.push(BlameSession { project: info.project.clone(), session, last, actions, documents, commits });
+            }
+            Ok(out)
+        })?;
+        let mut sessions: Vec<BlameSession> = found.into_iter().flatten().collect();
+        sessions.sort_by_key(|s| std::cmp::Reverse(s.last));
+        Ok(Across { found: sessions, skipped })
+    }
+
+    /// The one session whose id starts with `prefix`.
+    pub fn find_session(&self, prefix: &str, project: Option<&str>) -> Result<Across<FoundSession>> {
+        if prefix.trim().is_empty() {
+            return Err(Error::InvalidArgument(
+                "the session id is empty; give a session id or a unique prefix of one".into(),
+            ));
+        }
+        let readable = self.readable(project)?;
+        let Across { found, skipped } = self.each(project, |info, c| {
+            let sessions: Vec<String> = c.sessions()?.into_iter().filter(|s| s.starts_with(prefix)).collect();
+            Ok((info.clone(), sessions))
+        })?;
+        let mut matches: Vec<FoundSession> = Vec::new();
+        for (info, sessions) in found {
+            let Some((_, c)) = readable.found.iter().find(|x| x.0 == info) else { continue };
+            for session in sessions {
+                matches.push(FoundSession { info: info.clone(), collection: c.clone(), session });
+            }
+        }
+        match matches.len() {
+            0 => Err(Error::NoSuchSession { prefix: prefix.to_string() }),
+            1 => Ok(Across { found: matches.remove(0), skipped }),
+            n => Err(Error::InvalidArgument(format!(
+                "`{prefix}` matches {n} sessions ({}); give more of the id",
+                matches.iter().map(|m| m.session.as_str()).take(5).collect::<Vec<_>>().join(", ")
+            ))),
+        }
+    }
+
+    /// The handoff brief of the most recently active session: `(project, brief)`; `None` when
+    /// no collection has a session summary.
+    pub fn latest_handoff(&self, project: Option<&str>) -> Result<Across<Option<(String, String)>>> {
+        let Across { found, skipped } = self.each(project, |info, c| {
+            let latest =
+                c.documents_of_kind(DocKind::Summary)?.into_iter().map(|d| d.timestamp.timestamp_millis()).max();
+            Ok((latest, info.project.clone(), c.handoff()?))
+        })?;
+        let best = found
+            .into_iter()
+            .filter_map(|(t, p, b)| Some((t?, p, b?)))
+            .max_by_key(|(t, _, _)| *t)
+            .map(|(_, p, b)| (p, b));
+        Ok(Across { found: best, skipped })
+    }
+
+    /// Every session of the collections of `project` (all when `None`; an exact project name)
+    /// with its collection and its last document's time: what `forget --project` and
+    /// `forget --before` choose from.
+    pub fn sessions_with_times(&self, project: Option<&str>) -> Result<Across<Vec<SessionAt>>> {
+        let want = project.map(crate::text::normalize_name);
+        let readable = self.readable(project)?;
+        let Across { found, skipped } = self.each(project, |info, c| {
+            if want.as_deref().is_some_and(|p| info.project != p) {
+                return Ok(Vec::new());
+            }
+            let mut out = Vec::new();
+            for s in c.sessions()? {
+                let docs = c.session_documents(&s)?;
+                let last = docs.iter().map(|d| d.timestamp).max().unwrap_or_default();
+                out.push((info.clone(), s, last, docs.len()));
+            }
+            Ok(out)
+        })?;
+        let mut rows = Vec::new();
+        for (info, session, last, documents) in found.into_iter().flatten() {
+            if let Some((_, c)) = readable.found.iter().find(|x| x.0 == info) {
+                rows.push(SessionAt { info, collection: c.clone(), session, last, documents });
+            }
+        }
+        if rows.is_empty()
+            && let Some(p) = want
+            && !readable.found.iter().any(|(i, _)| i.project == p)
+        {
+            return Err(Error::NoSuchProject { project: p });
+        }
+        Ok(Across { found: rows, skipped })
+    }
+}
