@@ -254,3 +254,126 @@ pub fn summary_document(session: &str, inputs: &[SessionFile<'_>], docs: &[Docum
         }),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::claude::{ParsedMessage, ToolError};
+    use chrono::{DateTime, Utc};
+
+    fn at(s: u32) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + i64::from(s), 0).unwrap()
+    }
+
+    fn msg(uuid: &str, role: Role, text: &str, s: u32) -> ParsedMessage {
+        ParsedMessage {
+            uuid: uuid.into(),
+            role,
+            text: text.into(),
+            timestamp: at(s),
+            files: vec![],
+            commits: vec![],
+            cwd: Some("D:\\App".into()),
+        }
+    }
+
+    fn main_file() -> ParsedFile {
+        let mut edit = msg("a2", Role::Assistant, "", 20);
+        edit.files = vec![
+            FileRef { path: "D:/App/src/auth.rs".into(), line_ranges: vec![(3, 9)], action: FileAction::Edited },
+            FileRef { path: "D:/App/README.md".into(), line_ranges: vec![], action: FileAction::Read },
+        ];
+        edit.commits = vec![CommitRef {
+            sha: "1a2b3c4".into(),
+            message: "fix expiry token=ghp_Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6".into(),
+        }];
+        ParsedFile {
+            messages: vec![
+                msg("u1", Role::User, "The login returns 500 when the token expired. Fix it please.", 0),
+                msg(
+                    "a1",
+                    Role::Assistant,
+                    "Let's use refresh tokens instead of long sessions because they expire safely.",
+                    10,
+                ),
+                edit,
+                msg("u1", Role::User, "duplicate of the first message, written twice by streaming", 30),
+                msg("", Role::User, "a message without a uuid is not stored", 31),
+            ],
+            errors: vec![
+                ToolError { tool: "Bash".into(), text: "cargo test failed".into(), timestamp: at(15) },
+                ToolError { tool: "Read".into(), text: "no such file".into(), timestamp: at(16) },
+            ],
+            successes: vec![("Bash".into(), at(25))],
+            tasks: vec![("write the migration".into(), true), ("update the docs".into(), false)],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn messages_become_scrubbed_documents_with_relative_paths_and_tags() {
+        let main = main_file();
+        let mut side = ParsedFile::default();
+        side.messages = vec![msg("s1", Role::Assistant, "Explored the auth module.", 12)];
+        let files = [SessionFile { parsed: &main, agent: None }, SessionFile { parsed: &side, agent: Some("Explore") }];
+        let (docs, redactions) = documents("S", "D:\\App", &files);
+        assert_eq!(docs.len(), 4, "the duplicate and the uuid-less message are left out");
+        let index: Vec<u64> = docs
+            .iter()
+            .map(|d| match &d.body {
+                DocBody::Message(m) => m.message_index,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(index, [0, 1, 2, 3], "indexes follow file order, main file first");
+        let edit = &docs[2];
+        assert_eq!(edit.content, "edited src/auth.rs; committed 1a2b3c4 fix expiry token=[REDACTED:github]");
+        assert_eq!(edit.files_discussed[0].path, "src/auth.rs", "paths inside the project become relative");
+        assert_eq!(edit.files_discussed[0].line_ranges, [(3, 9)]);
+        assert!(!edit.commits_made[0].message.contains("ghp_"), "commit messages are scrubbed too");
+        assert!(edit.tags.contains(&"rust".to_string()), "{:?}", edit.tags);
+        assert!(docs[3].tags.contains(&"agent:explore".to_string()));
+        assert_eq!(redactions.values().sum::<usize>(), 1, "{redactions:?}");
+        assert_eq!(docs[0].id, Document::stable_id("S", DocKind::Message, "u1"), "ids are deterministic");
+    }
+
+    #[test]
+    fn decisions_and_the_summary_come_from_the_messages() {
+        let main = main_file();
+        let files = [SessionFile { parsed: &main, agent: None }];
+        let (mut docs, _) = documents("S", "D:\\App", &files);
+        let decisions = decision_documents(&docs);
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        let DocBody::Decision(d) = &decisions[0].body else { panic!() };
+        assert_eq!(d.source_message_uuid, "a1");
+        assert!(d.summary.to_lowercase().contains("refresh tokens"), "{}", d.summary);
+        assert_eq!(decisions[0].id, Document::stable_id("S", DocKind::Decision, "a1#0"));
+        docs.extend(decisions);
+        let summary = summary_document("S", &files, &docs).unwrap();
+        let DocBody::Summary(s) = &summary.body else { panic!() };
+        assert_eq!(s.goal, "The login returns 500 when the token expired.");
+        assert_eq!((s.started_at_ms, s.ended_at_ms), (at(0).timestamp_millis(), at(20).timestamp_millis()));
+        assert_eq!(
+            s.errors,
+            [("Bash: cargo test failed".to_string(), true), ("Read: no such file".to_string(), false)]
+        );
+        assert_eq!(
+            (s.tasks_completed.len(), s.tasks_remaining.as_slice()),
+            (1, ["update the docs".to_string()].as_slice())
+        );
+        assert_eq!(s.decisions.len(), 1);
+        assert!(summary.content.contains("Files changed: src/auth.rs."), "{}", summary.content);
+        assert!(summary.content.contains("2 tool errors, 1 unresolved."), "{}", summary.content);
+        assert_eq!(
+            summary.files_discussed.iter().find(|f| f.path == "src/auth.rs").unwrap().action,
+            FileAction::Edited
+        );
+        assert!(summary_document("S", &files, &[]).is_none(), "no message, no summary");
+    }
+
+    #[test]
+    fn first_sentences_are_cut_on_characters() {
+        assert_eq!(first_sentence("One.  Two.", 50), "One.");
+        assert_eq!(first_sentence("說明書很長很長", 4), "說明書…");
+    }
+}
