@@ -313,8 +313,10 @@ mod tests {
     #[test]
     fn messages_become_scrubbed_documents_with_relative_paths_and_tags() {
         let main = main_file();
-        let mut side = ParsedFile::default();
-        side.messages = vec![msg("s1", Role::Assistant, "Explored the auth module.", 12)];
+        let side = ParsedFile {
+            messages: vec![msg("s1", Role::Assistant, "Explored the auth module.", 12)],
+            ..Default::default()
+        };
         let files = [SessionFile { parsed: &main, agent: None }, SessionFile { parsed: &side, agent: Some("Explore") }];
         let (docs, redactions) = documents("S", "D:\\App", &files);
         assert_eq!(docs.len(), 4, "the duplicate and the uuid-less message are left out");
