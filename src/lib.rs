@@ -70,6 +70,7 @@ mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testutil;
 pub mod text;
+mod vector;
 
 // Shorter paths to the most used pure modules.
 pub use derive::{export, extract, life, runs};
@@ -79,7 +80,7 @@ pub use ann::HnswParams;
 pub use collection::forget::ForgetReport;
 pub use collection::{
     AddReport, Collection, CollectionMeta, CollectionOptions, CollectionStats, LexicalIndexState, RebuildReason,
-    SCHEMA_VERSION, VectorIndexState,
+    SCHEMA_VERSION, SearchBuilder, VectorIndexState,
 };
 pub use doc::{
     CommitRef, DecisionFields, DecisionStatus, DocBody, DocKind, Document, ExtractionMethod, FileAction, FileRef,
@@ -99,8 +100,7 @@ pub use indexer::{
 };
 pub use ingest::layout::{default_history, encode_project_dir};
 pub use search::{
-    Context, Filter, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES, Plan, PlanPath, Query, SearchBuilder, SearchMode,
-    Signals,
+    Context, Filter, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES, Plan, PlanPath, Query, SearchMode, Signals,
 };
 pub use text::normalize_name;
 

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BinaryHeap, HashSet};
 
 use hnsw_rs::prelude::{Distance, FilterT, Hnsw};
 
-use crate::embed::dot;
 use crate::ids::{DocSet, VectorId};
+use crate::vector::dot;
 
 mod persist;
 
@@ -338,8 +338,8 @@ impl Ord for Scored {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embed::normalize;
     use crate::ids::LoadFailure;
+    use crate::vector::normalize;
 
     fn vecs(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
         let mut s = seed;

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::collection::Collection;
 use crate::error::{Error, Result};
-use crate::index::compact::mark_compaction_pending;
+use crate::store::compact::mark_compaction_pending;
 use crate::store::tables::*;
 use crate::store::{get_doc, session_ids};
 

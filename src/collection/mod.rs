@@ -6,6 +6,7 @@
 mod derived;
 pub(crate) mod forget;
 pub(crate) mod read;
+mod search;
 pub(crate) mod write;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use crate::store::{self, meta};
 pub use crate::store::meta::{CollectionMeta, SCHEMA_VERSION};
 pub use derived::{LexicalIndexState, RebuildReason, VectorIndexState};
 pub use read::CollectionStats;
+pub use search::SearchBuilder;
 pub use write::AddReport;
 pub(crate) use write::SessionWrite;
 
@@ -161,7 +163,7 @@ impl Collection {
                 {
                     let db = Database::builder().create(&fresh)?;
                     store::create_tables(&db)?;
-                    meta::check_or_init_meta(&db, emb.as_ref(), &init)?;
+                    meta::check_or_init_meta(&db, emb.model_id(), emb.dim(), &init)?;
                 }
                 std::fs::rename(&fresh, path).map_err(|e| Error::io(path, e))?;
             }
@@ -242,7 +244,7 @@ impl Collection {
             other => other?,
         };
         store::create_tables(&db)?;
-        meta::check_or_init_meta(&db, embedder.as_ref(), &meta)?;
+        meta::check_or_init_meta(&db, embedder.model_id(), embedder.dim(), &meta)?;
         let generation = meta::read_generation(&db)?;
         let (ann, opened) = derived::open_graph(&db, &dir.join("vectors"), embedder.dim(), options.hnsw, generation)?;
         let (lexical, lexical_opened) = if options.lexical_index {

@@ -172,7 +172,7 @@ impl Embedder for FastEmbedder {
     fn token_offsets(&self, text: &str) -> Vec<(usize, usize)> {
         match self.splitter.encode(text, false) {
             Ok(enc) => enc.get_offsets().to_vec(),
-            Err(_) => super::word_offsets(text),
+            Err(_) => crate::text::chunk::word_offsets(text),
         }
     }
 }

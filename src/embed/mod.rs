@@ -36,73 +36,8 @@ pub trait Embedder: Send + Sync {
     /// Byte offsets `(start, end)` of each model token in `text`, without special tokens.
     /// The default approximates a token as a whitespace-separated word.
     fn token_offsets(&self, text: &str) -> Vec<(usize, usize)> {
-        word_offsets(text)
+        crate::text::chunk::word_offsets(text)
     }
 }
 
-/// Whitespace word spans, the fallback tokenisation.
-pub(crate) fn word_offsets(text: &str) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut start = None;
-    for (i, c) in text.char_indices() {
-        match (c.is_whitespace(), start) {
-            (true, Some(s)) => {
-                out.push((s, i));
-                start = None;
-            }
-            (false, None) => start = Some(i),
-            _ => {}
-        }
-    }
-    if let Some(s) = start {
-        out.push((s, text.len()));
-    }
-    out
-}
-
-/// Scales `v` to unit length in place (leaves an all-zero vector alone).
-pub fn normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
-}
-
-/// Dot product; equals cosine similarity for unit vectors.
-#[inline]
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Four accumulators let the compiler vectorise without fast-math.
-    let mut acc = [0.0f32; 8];
-    let chunks = a.len() / 8;
-    for i in 0..chunks {
-        for j in 0..8 {
-            acc[j] += a[i * 8 + j] * b[i * 8 + j];
-        }
-    }
-    let mut s: f32 = acc.iter().sum();
-    for i in chunks * 8..a.len() {
-        s += a[i] * b[i];
-    }
-    s
-}
-
-#[cfg(test)]
-#[allow(clippy::string_slice)] // test code: a bad offset fails the test
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dot_matches_naive() {
-        let a: Vec<f32> = (0..389).map(|i| (i as f32).sin()).collect();
-        let b: Vec<f32> = (0..389).map(|i| (i as f32 * 0.3).cos()).collect();
-        let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-        assert!((dot(&a, &b) - naive).abs() < 1e-3);
-    }
-
-    #[test]
-    fn word_offsets_cover_words() {
-        let t = "  hello  wide\tworld ";
-        let w: Vec<&str> = word_offsets(t).iter().map(|&(s, e)| &t[s..e]).collect();
-        assert_eq!(w, ["hello", "wide", "world"]);
-    }
-}
+pub use crate::vector::{dot, normalize};

@@ -11,6 +11,7 @@ use crate::collection::acquire_lock;
 use crate::collection::read::dir_size;
 use crate::error::{Error, Result};
 use crate::index::{Index, collection_name, validate_name};
+pub(crate) use crate::store::compact::compaction_pending;
 
 /// What [`Index::compact`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -36,24 +37,6 @@ impl std::fmt::Display for CompactReport {
     }
 }
 
-const COMPACT_PENDING: &str = "COMPACT_PENDING";
-
-pub(crate) fn mark_compaction_pending(dir: &Path) -> Result<()> {
-    let path = dir.join(COMPACT_PENDING);
-    let f = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
-    f.sync_all().map_err(|e| Error::io(&path, e))?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
-/// True when a `forget` deleted documents and the compaction that scrubs them has not
-/// finished.
-pub(crate) fn compaction_pending(dir: &Path) -> bool {
-    dir.join(COMPACT_PENDING).exists()
-}
-
 /// Rewrites the store of the (closed) collection in `dir` from its live rows and deletes its
 /// derived indexes, which the next open rebuilds; then clears the pending mark. Safe to run
 /// again after an interruption at any point.
@@ -74,7 +57,7 @@ pub(crate) fn compact_dir(dir: &Path, lock_wait: std::time::Duration) -> Result<
             std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
         }
     }
-    let marker = dir.join(COMPACT_PENDING);
+    let marker = dir.join(crate::store::compact::COMPACT_PENDING);
     match std::fs::remove_file(&marker) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(&marker, e)),
         _ => Ok(()),

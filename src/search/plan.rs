@@ -1,11 +1,9 @@
-//! The planner: which way the vector side of a search goes. Candidates from the filter's
-//! secondary indexes; at most `exact_threshold` of them (or a small share of the collection)
-//! are scanned exactly (recall 1); otherwise the HNSW graph is walked, unfiltered with
-//! over-fetching when most documents pass, or with the filter applied during traversal.
+//! The planner (pure): which way the vector side of a search goes. Candidates come from the
+//! filter's secondary indexes; at most `exact_threshold` of them (or a small share of the
+//! collection) are scanned exactly (recall 1); otherwise the HNSW graph is walked, unfiltered
+//! with over-fetching when most documents pass, or with the filter applied during traversal.
+//! [`crate::Collection`] carries out the [`Route`] chosen here.
 
-use crate::ann::Ann;
-use crate::collection::CollectionOptions;
-use crate::ids::{DocSet, VectorId};
 use crate::search::query::SearchMode;
 
 /// Which path a search took.
@@ -42,11 +40,11 @@ pub struct Plan {
 }
 
 /// What the planner knows about a search.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Shape<'a> {
-    /// The candidate documents (`None`: every document).
-    pub(crate) cands: Option<&'a DocSet>,
-    /// How many there are.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Shape {
+    /// Whether a filter restricts the candidates.
+    pub(crate) filtered: bool,
+    /// How many candidates pass it (all documents without a filter).
     pub(crate) candidates: usize,
     /// Their share of the collection.
     pub(crate) selectivity: f32,
@@ -56,65 +54,99 @@ pub(crate) struct Shape<'a> {
     pub(crate) exact: Option<bool>,
     /// Candidate list size for the graph walk, when forced.
     pub(crate) ef: Option<usize>,
+    /// Whether the graph can be walked (false while a persisted one is still loading).
+    pub(crate) graph_ready: bool,
 }
 
-/// The vector side: `(vector, cosine)` best first, and the path taken. Until a persisted graph
-/// has finished loading, the exact scan answers.
-pub(crate) fn vector_search(
-    ann: &Ann,
-    options: &CollectionOptions,
-    query: &[f32],
-    s: Shape<'_>,
-) -> (Vec<(VectorId, f32)>, PlanPath) {
-    let exact = !ann.graph_ready()
-        || s.exact.unwrap_or(
-            s.candidates <= options.exact_threshold || (s.cands.is_some() && s.selectivity < options.exact_fraction),
-        );
-    let base_ef = options.hnsw.ef_search.max(s.want * 2);
+/// The planner's settings (from [`crate::CollectionOptions`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Settings {
+    pub(crate) exact_threshold: usize,
+    pub(crate) exact_fraction: f32,
+    pub(crate) ef_search: usize,
+}
+
+/// How the vector side runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Route {
+    /// Scan the candidates' vectors, keep the best `want` documents.
+    Exact,
+    /// Walk the graph unfiltered for `over` vectors and keep the candidates; if fewer than the
+    /// wanted documents pass, walk it filtered for `knbn`. The candidate list is at least `ef`.
+    PostFilter { over: usize, knbn: usize, ef: usize },
+    /// Walk the graph with the filter (if any) applied during traversal, for `knbn` vectors;
+    /// the candidate list is at least `ef`.
+    Filtered { knbn: usize, ef: usize },
+}
+
+/// Chooses the route (see the module documentation).
+pub(crate) fn decide(s: Shape, cfg: Settings) -> Route {
+    let exact = !s.graph_ready
+        || s.exact.unwrap_or(s.candidates <= cfg.exact_threshold || (s.filtered && s.selectivity < cfg.exact_fraction));
+    if exact {
+        return Route::Exact;
+    }
+    let base_ef = cfg.ef_search.max(s.want * 2);
     let ef = s.ef.unwrap_or_else(|| {
-        if s.cands.is_none() {
+        if !s.filtered {
             base_ef
         } else {
             // Fewer passing nodes per visited node: widen the walk as selectivity drops.
             ((base_ef as f32 / s.selectivity.max(1e-3).sqrt()) as usize).clamp(base_ef, 2000)
         }
     });
+    // Documents have up to 256 chunks: ask for more vectors than documents wanted.
+    let knbn = s.want * 3;
     // Most documents pass: an unfiltered walk that over-fetches is cheaper than a filtered walk,
     // which cannot stop early.
-    let post_filter = s.cands.is_some() && s.selectivity >= options.exact_fraction.min(0.5);
-    // Documents have up to 256 chunks; ask for more than `want` vectors and keep each
-    // document's best.
-    if exact {
-        return (ann.search_exact(query, s.cands, s.candidates, s.want), PlanPath::Exact);
-    }
-    let knbn = s.want * 3;
-    let filter = s.cands.map(|set| move |doc: u64| set.contains(doc));
-    let keep: Option<&(dyn Fn(u64) -> bool + Sync)> = filter.as_ref().map(|f| f as _);
-    if let (Some(set), true) = (s.cands, post_filter) {
+    if s.filtered && s.selectivity >= cfg.exact_fraction.min(0.5) {
         let over = (knbn as f32 * 1.5 / s.selectivity) as usize + 10;
-        let kept: Vec<(VectorId, f32)> = ann
-            .search_graph(query, over, ef.max(over), None)
-            .into_iter()
-            .filter(|(id, _)| set.contains(id.doc()))
-            .collect();
-        let docs: std::collections::HashSet<u64> = kept.iter().map(|(id, _)| id.doc()).collect();
-        if docs.len() >= s.want.min(s.candidates) {
-            return (kept, PlanPath::Graph { ef, post_filter: true });
-        }
+        return Route::PostFilter { over, knbn, ef };
     }
-    // Too few passed the post-filter (or no filter): the filtered walk.
-    (ann.search_graph(query, knbn, ef.max(knbn), keep), PlanPath::Graph { ef, post_filter: false })
+    Route::Filtered { knbn, ef }
 }
 
-/// Exact cosine of each document's best chunk, for documents only the lexical list found.
-pub(crate) fn cosines(ann: &Ann, query: &[f32], docs: &[u64]) -> std::collections::HashMap<u64, (f32, u32)> {
-    let set: DocSet = docs.iter().copied().collect();
-    let mut out = std::collections::HashMap::new();
-    for (id, score) in ann.search_exact(query, Some(&set), docs.len(), docs.len() * 8) {
-        let e = out.entry(id.doc()).or_insert((score, id.chunk()));
-        if score > e.0 {
-            *e = (score, id.chunk());
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CFG: Settings = Settings { exact_threshold: 2048, exact_fraction: 0.12, ef_search: 64 };
+
+    fn shape(candidates: usize, total: usize, filtered: bool) -> Shape {
+        Shape {
+            filtered,
+            candidates,
+            selectivity: candidates as f32 / total as f32,
+            want: 10,
+            exact: None,
+            ef: None,
+            graph_ready: true,
         }
     }
-    out
+
+    #[test]
+    fn routes_by_candidates_and_selectivity() {
+        // (candidates, total, filtered) -> route
+        let table = [
+            ((1_000, 1_000, false), Route::Exact), // small collection
+            ((100_000, 100_000, false), Route::Filtered { knbn: 30, ef: 64 }),
+            ((100, 100_000, true), Route::Exact),    // few candidates
+            ((10_000, 100_000, true), Route::Exact), // 10 % < 12 %
+            ((50_000, 100_000, true), Route::PostFilter { over: 100, knbn: 30, ef: 90 }),
+            ((20_000, 100_000, true), Route::PostFilter { over: 235, knbn: 30, ef: 143 }),
+        ];
+        for ((c, t, f), want) in table {
+            assert_eq!(decide(shape(c, t, f), CFG), want, "{c} of {t}, filtered {f}");
+        }
+    }
+
+    #[test]
+    fn overrides_and_a_loading_graph() {
+        let big = shape(100_000, 100_000, false);
+        assert_eq!(decide(Shape { exact: Some(true), ..big }, CFG), Route::Exact);
+        assert_eq!(decide(Shape { graph_ready: false, ..big }, CFG), Route::Exact, "exact until the graph is in");
+        let few = shape(100, 100_000, true);
+        assert_eq!(decide(Shape { exact: Some(false), ..few }, CFG), Route::Filtered { knbn: 30, ef: 2000 });
+        assert_eq!(decide(Shape { ef: Some(500), ..big }, CFG), Route::Filtered { knbn: 30, ef: 500 });
+    }
 }

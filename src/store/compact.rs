@@ -63,3 +63,22 @@ pub(crate) fn rewrite_store(dir: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+/// The mark of a collection whose deleted documents still wait for compaction.
+pub(crate) const COMPACT_PENDING: &str = "COMPACT_PENDING";
+
+pub(crate) fn mark_compaction_pending(dir: &Path) -> Result<()> {
+    let path = dir.join(COMPACT_PENDING);
+    let f = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+    f.sync_all().map_err(|e| Error::io(&path, e))?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// True when a `forget` deleted documents and the compaction that scrubs them has not
+/// finished.
+pub(crate) fn compaction_pending(dir: &Path) -> bool {
+    dir.join(COMPACT_PENDING).exists()
+}

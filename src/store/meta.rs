@@ -5,7 +5,6 @@
 use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
-use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::store::codec;
 use crate::store::tables::META;
@@ -52,7 +51,8 @@ pub(crate) fn read_generation(db: &impl ReadableDatabase) -> Result<u64> {
     Ok(get_u64(&tx.open_table(META)?, META_GENERATION)?.unwrap_or(0))
 }
 
-pub(crate) fn check_or_init_meta(db: &Database, embedder: &dyn Embedder, meta: &CollectionMeta) -> Result<()> {
+/// Initialises a new store's metadata, or checks an existing one's layout version and model.
+pub(crate) fn check_or_init_meta(db: &Database, model_id: &str, dim: usize, meta: &CollectionMeta) -> Result<()> {
     let tx = db.begin_write()?;
     {
         let mut t = tx.open_table(META)?;
@@ -60,8 +60,8 @@ pub(crate) fn check_or_init_meta(db: &Database, embedder: &dyn Embedder, meta: &
         match schema {
             None => {
                 t.insert(META_SCHEMA, SCHEMA_VERSION.to_le_bytes().as_slice())?;
-                t.insert(META_MODEL, embedder.model_id().as_bytes())?;
-                t.insert(META_DIM, (embedder.dim() as u64).to_le_bytes().as_slice())?;
+                t.insert(META_MODEL, model_id.as_bytes())?;
+                t.insert(META_DIM, (dim as u64).to_le_bytes().as_slice())?;
                 t.insert(META_GENERATION, 0u64.to_le_bytes().as_slice())?;
                 t.insert(META_NEXT_ID, 1u64.to_le_bytes().as_slice())?;
                 t.insert(META_COLLECTION, codec::encode(meta).as_slice())?;
@@ -74,12 +74,12 @@ pub(crate) fn check_or_init_meta(db: &Database, embedder: &dyn Embedder, meta: &
                 let stored =
                     t.get(META_MODEL)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default();
                 let stored_dim = get_u64(&t, META_DIM)?.unwrap_or(0) as usize;
-                if stored != embedder.model_id() || stored_dim != embedder.dim() {
+                if stored != model_id || stored_dim != dim {
                     return Err(Error::ModelMismatch {
                         stored,
                         stored_dim,
-                        configured: embedder.model_id().to_string(),
-                        configured_dim: embedder.dim(),
+                        configured: model_id.to_string(),
+                        configured_dim: dim,
                     });
                 }
             }

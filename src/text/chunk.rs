@@ -30,6 +30,26 @@ pub(crate) fn split(
     out
 }
 
+/// Whitespace word spans, the fallback tokenisation.
+pub(crate) fn word_offsets(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_whitespace(), start) {
+            (true, Some(s)) => {
+                out.push((s, i));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, text.len()));
+    }
+    out
+}
+
 fn floor_char(s: &str, mut i: usize) -> usize {
     i = i.min(s.len());
     while !s.is_char_boundary(i) {
@@ -50,12 +70,18 @@ fn ceil_char(s: &str, mut i: usize) -> usize {
 #[allow(clippy::string_slice)] // test code: a bad offset fails the test
 mod tests {
     use super::*;
-    use crate::embed::word_offsets;
 
     #[test]
     fn short_text_is_one_chunk() {
         let t = "a b c";
         assert_eq!(split(t, &word_offsets(t), 10, 2, 8), vec![(0, 5)]);
+    }
+
+    #[test]
+    fn word_offsets_cover_words() {
+        let t = "  hello  wide\tworld ";
+        let w: Vec<&str> = word_offsets(t).iter().map(|&(s, e)| &t[s..e]).collect();
+        assert_eq!(w, ["hello", "wide", "world"]);
     }
 
     #[test]

@@ -1,0 +1,46 @@
+//! Unit vectors (pure): normalising and the dot product, which is the cosine of unit vectors.
+
+/// Scales `v` to unit length in place (leaves an all-zero vector alone).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+/// Dot product; equals cosine similarity for unit vectors.
+#[inline]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // Four accumulators let the compiler vectorise without fast-math.
+    let mut acc = [0.0f32; 8];
+    let chunks = a.len() / 8;
+    for i in 0..chunks {
+        for j in 0..8 {
+            acc[j] += a[i * 8 + j] * b[i * 8 + j];
+        }
+    }
+    let mut s: f32 = acc.iter().sum();
+    for i in chunks * 8..a.len() {
+        s += a[i] * b[i];
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_naive() {
+        let a: Vec<f32> = (0..389).map(|i| (i as f32).sin()).collect();
+        let b: Vec<f32> = (0..389).map(|i| (i as f32 * 0.3).cos()).collect();
+        let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        assert!((dot(&a, &b) - naive).abs() < 1e-3);
+        let mut v = vec![3.0, 4.0];
+        normalize(&mut v);
+        assert_eq!(v, [0.6, 0.8]);
+        let mut zero = vec![0.0; 3];
+        normalize(&mut zero);
+        assert_eq!(zero, [0.0; 3]);
+    }
+}
