@@ -5,6 +5,7 @@ pub(crate) mod codec;
 pub(crate) mod compact;
 pub(crate) mod filter;
 pub(crate) mod meta;
+pub(crate) mod salvage;
 pub(crate) mod seal;
 pub(crate) mod tables;
 
