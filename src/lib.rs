@@ -7,19 +7,25 @@
 //! ## Overview of types
 //!
 //! - [`Index`]: a data directory; [`Index::collection`] opens one
-//!   `<tenant>_<project>_conversations` [`Collection`] (a redb file plus an HNSW graph).
+//!   `<tenant>_<project>_conversations` [`Collection`] (a redb file, an HNSW graph, a lexical
+//!   index). Questions over every project at once ([`Index::search`], [`Index::decisions`],
+//!   [`Index::blame`], …) answer from the readable collections and list the skipped ones
+//!   ([`Across`]).
 //! - [`Document`] with [`DocBody`] `Message` / `Decision` / `Summary`: the data model.
 //! - [`Collection::add`] writes a batch in one transaction; [`Collection::search`] returns a
-//!   [`SearchBuilder`] whose `run()` gives [`Hits`] with the [`Plan`] used.
+//!   [`SearchBuilder`] whose `run()` gives [`Hits`] with the [`Plan`] used; front ends fill a
+//!   [`Query`] (text, [`Filter`], mode, limit).
 //! - [`Collection::forget_session`] deletes a session for good (documents, vectors, lexical
 //!   entries, cache rows) and leaves a tombstone indexing respects; [`Index::compact`] rewrites
-//!   a collection's files so no deleted byte survives.
+//!   a collection's files so no deleted byte survives; [`Index::repair`] rebuilds a damaged one.
 //! - [`index_paths`]: index Claude Code histories (parse, scrub, enrich, extract decisions and
-//!   summaries, incremental); [`import_conversations`]: structured chats.
+//!   summaries, incremental, one transaction per session); [`import_conversations`]: structured
+//!   chats.
 //! - [`embed::Embedder`]: text → unit vectors. [`FastEmbedder`] runs all-MiniLM-L6-v2 (int8
 //!   ONNX, 384 dims) offline; [`HashEmbedder`] is a deterministic stand-in for unit tests.
-//! - Pure modules: [`ingest`] (parsers), [`scrub`] (secrets), [`enrich`] (tags, domain),
-//!   [`extract`] (decisions); [`life`] links decisions and sessions over time and renders handoffs.
+//! - Pure modules: [`text`] (paths, [`scrub`] secrets, [`enrich`] tags and domain), [`ingest`]
+//!   (parsers), [`derive`](mod@derive) ([`extract`] decisions, [`life`] over time, [`runs`], [`export`]),
+//!   [`lexical::tokenize`].
 //! - [`models`]: where the model files live, how they are verified and provisioned.
 //! - [`Error`] and [`Result`]: the one error type; messages say how to fix things.
 //!
@@ -38,8 +44,11 @@
 //! ## Durability
 //!
 //! After [`Collection::add`] (or a delete) returns, the batch survives a crash; if it fails, none
-//! of it exists. The HNSW graph is derived data: persisted on [`Collection::flush`] and on drop,
-//! reconciled with redb on open, rebuilt when missing or corrupt.
+//! of it exists; indexing writes each session with its ingest state in one transaction. The HNSW
+//! graph and the lexical index are derived data: persisted on [`Collection::flush`] and on drop,
+//! reconciled with redb on open, rebuilt when missing or damaged. A store changed since
+//! convdex last closed it is verified page by page on open; damage is [`Error::Damaged`], never
+//! a panic.
 //!
 //! ## Quirks
 //!

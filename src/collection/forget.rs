@@ -39,7 +39,7 @@ impl Collection {
     /// Deletes every document of a session together with its embedding-cache rows and ingest
     /// state, and records a tombstone so that indexing skips the session unless forced
     /// ([`crate::IndexOptions::force`]). One transaction. The text stays in freed pages of the
-    /// files until [`Index::compact`] rewrites them, which happens at the latest the next time
+    /// files until [`crate::Index::compact`] rewrites them, which happens at the latest the next time
     /// the collection is opened (a pending compaction is recorded first, so a process killed
     /// in between cannot leave the text behind).
     pub fn forget_session(&self, session_id: &str) -> Result<ForgetReport> {

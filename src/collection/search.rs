@@ -131,7 +131,7 @@ impl<'c> SearchBuilder<'c> {
     pub fn between(self, since: chrono::DateTime<chrono::Utc>, until: chrono::DateTime<chrono::Utc>) -> Self {
         self.since(since).until(until)
     }
-    /// Maximum number of hits, 1 to [`MAX_LIMIT`]. Default: 10.
+    /// Maximum number of hits, 1 to [`crate::MAX_LIMIT`]. Default: 10.
     pub fn limit(mut self, n: usize) -> Self {
         self.query.limit = n;
         self

@@ -45,7 +45,9 @@ pub struct RepairReport {
 }
 
 impl Index {
-    /// Rebuilds a collection whose store is damaged (see the [module documentation](self)).
+    /// Rebuilds a collection whose store is damaged: moves it aside, reads back every row it
+    /// still can (documents, imported conversations, tombstones, cached embeddings) and builds a
+    /// fresh collection from them (see [`RepairReport`]).
     /// The collection must not be open in this process; another process holding it is waited
     /// for like any open. Run `index` afterwards to read the project's transcripts again.
     pub fn repair(&self, info: &CollectionInfo) -> Result<RepairReport> {

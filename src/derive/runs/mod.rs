@@ -27,7 +27,7 @@
 //! round-trips. [`RunRecord::readable`] gives the seed's readable block and
 //! [`RunRecord::parse`] reads either form back; [`detect`] tells them apart from the text alone.
 //!
-//! The records of a session come from its transcripts: [`session_runs`] ([`read`]).
+//! The records of a session come from its transcripts: [`session_runs`].
 
 mod read;
 
