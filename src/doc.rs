@@ -293,6 +293,12 @@ impl Document {
     }
 
     /// Sort key for "session order": messages by index, then decisions, then the summary.
+    /// The agent that wrote the document's session, from its `source:` tag (documents indexed
+    /// before agents were recorded have none; imported conversations carry their source).
+    pub fn agent(&self) -> Option<&str> {
+        self.tags.iter().find_map(|t| t.strip_prefix("source:"))
+    }
+
     /// What is embedded in front of a message's text when it names its speaker (imported
     /// multi-party conversations): `(8 May 2023) Caroline said, `. Measured on LoCoMo, where
     /// questions name people and dates (see README). Claude Code messages are embedded as they

@@ -105,9 +105,10 @@ pub use index::{CollectionInfo, Index, Opened, Options, Skipped, collection_name
 pub use indexer::import::{ImportReport, import_conversations, read_conversation};
 pub use indexer::runs::{SessionRuns, runs_in};
 pub use indexer::{
-    Config, Failure, IndexOptions, IndexReport, Progress, default_tenant, index_paths, index_paths_with_progress,
+    Config, Failure, IndexOptions, IndexReport, Progress, default_paths, default_tenant, index_paths,
+    index_paths_with_progress,
 };
-pub use ingest::layout::{default_history, encode_project_dir};
+pub use ingest::layout::{Agent, default_history, default_sources, encode_project_dir};
 pub use search::{
     Context, Filter, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES, Plan, PlanPath, Query, SearchMode, Signals,
 };

@@ -38,7 +38,8 @@ pub struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Index Claude Code transcripts (default: ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects).
+    /// Index coding-agent histories: Claude Code, Codex CLI, Gemini CLI, Aider (default: every
+    /// agent's history found on this machine).
     Index(IndexArgs),
     /// Import structured conversations (Slack, Discord, WhatsApp, …) from a JSON file: one
     /// document, an array, or JSON Lines. Bad documents are reported and skipped.

@@ -8,10 +8,12 @@ use convdex::{Index, IndexOptions, Options};
 
 use super::{Ctx, print_json, problem};
 
-/// Index Claude Code transcripts (default: ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects).
+/// Index coding-agent histories: Claude Code, Codex CLI, Gemini CLI and Aider (default: every
+/// agent's history found: ~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, and the Aider
+/// histories of the projects they name).
 #[derive(Debug, Args)]
 pub struct IndexArgs {
-    /// A projects root, one project folder, or one session file.
+    /// A history root, one project folder, or one session file, of any agent.
     pub paths: Vec<PathBuf>,
     /// Re-index every session from scratch.
     #[arg(long)]
@@ -42,7 +44,12 @@ pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let paths = if a.paths.is_empty() { vec![convdex::default_history()] } else { a.paths };
+    // No path: every agent's history found on this machine (Claude Code's when none is).
+    let paths = match (a.paths.is_empty(), convdex::default_paths()) {
+        (false, _) => a.paths,
+        (true, found) if !found.is_empty() => found,
+        (true, _) => vec![convdex::default_history()],
+    };
     let index = ctx.index()?;
     let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
         let b = indicatif::ProgressBar::new(0);

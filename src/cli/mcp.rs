@@ -43,6 +43,8 @@ pub struct SearchParams {
     pub since: Option<String>,
     /// Only at or before this time (YYYY-MM-DD or RFC 3339).
     pub until: Option<String>,
+    /// Only sessions of these agents: `claude-code`, `codex`, `gemini`, `aider`.
+    pub agents: Option<Vec<String>>,
     /// `hybrid` (default: words and meaning), `semantic` (meaning) or `lexical` (exact words).
     pub mode: Option<String>,
     /// Number of hits, 1 to 50 (default 8).
@@ -149,7 +151,7 @@ impl Server {
     }
 
     #[tool(
-        description = "Search past coding-agent conversations by words and meaning. Filters: project, type (message/decision/summary), tags, domain, session, file, file_prefix, since, until. Returns ranked hits with project, session id, time, role, files and a snippet; use `session` to read one in full."
+        description = "Search past coding-agent conversations by words and meaning. Filters: project, type (message/decision/summary), tags, domain, session, file, file_prefix, since, until, agents (claude-code, codex, gemini, aider). Returns ranked hits with project, session id, time, role, files and a snippet; use `session` to read one in full."
     )]
     async fn search(&self, Parameters(p): Parameters<SearchParams>) -> ToolResult {
         let index = self.index.clone();
@@ -163,6 +165,7 @@ impl Server {
                 file_prefix: p.file_prefix,
                 since: p.since.as_deref().map(|s| parse_time(s, false)).transpose()?,
                 until: p.until.as_deref().map(|s| parse_time(s, true)).transpose()?,
+                agents: p.agents.unwrap_or_default().iter().map(|a| a.parse()).collect::<Result<_, _>>()?,
                 ..Default::default()
             };
             let mode: SearchMode = p.mode.as_deref().map(str::parse).transpose()?.unwrap_or_default();

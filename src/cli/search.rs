@@ -33,6 +33,9 @@ pub struct SearchArgs {
     /// Only documents discussing a file under this prefix.
     #[arg(long)]
     pub file_prefix: Option<String>,
+    /// Only sessions of this agent: claude-code, codex, gemini or aider (repeatable: any of them).
+    #[arg(long)]
+    pub agent: Vec<convdex::Agent>,
     /// Only at or after this time (RFC 3339 or YYYY-MM-DD).
     #[arg(long)]
     pub since: Option<String>,
@@ -63,6 +66,7 @@ impl SearchArgs {
             file_prefix: self.file_prefix.clone(),
             since: self.since.as_deref().map(|s| parse_time(s, false)).transpose()?,
             until: self.until.as_deref().map(|s| parse_time(s, true)).transpose()?,
+            agents: self.agent.clone(),
             ..Default::default()
         };
         Ok(Query { text: self.query.clone(), filter, mode: Some(self.mode), limit: self.limit })

@@ -117,6 +117,11 @@ impl<'c> SearchBuilder<'c> {
         self.query.filter.file_prefix = Some(prefix.to_string());
         self
     }
+    /// Documents written by this agent (repeat for any of several).
+    pub fn agent(mut self, agent: crate::Agent) -> Self {
+        self.query.filter.agents.push(agent);
+        self
+    }
     /// Documents at or after this time.
     pub fn since(mut self, t: chrono::DateTime<chrono::Utc>) -> Self {
         self.query.filter.since = Some(t);

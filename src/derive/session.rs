@@ -9,6 +9,7 @@ use crate::doc::{
     SummaryFields, now_millis,
 };
 use crate::ingest::claude::{self, ParsedFile};
+use crate::ingest::layout::Agent;
 use crate::text::scrub::{RedactionCounts, scrub};
 
 /// One transcript file of a session, parsed, with the sub-agent type for sub-agent files.
@@ -35,7 +36,12 @@ fn activity(files: &[FileRef], commits: &[CommitRef]) -> String {
 
 /// Message documents of a session's files in order (a message seen in two files once), and the
 /// secrets redacted from them, per kind.
-pub fn documents(session: &str, root: &str, files: &[SessionFile<'_>]) -> (Vec<Document>, RedactionCounts) {
+pub fn documents(
+    session: &str,
+    root: &str,
+    source: Agent,
+    files: &[SessionFile<'_>],
+) -> (Vec<Document>, RedactionCounts) {
     let mut redactions = RedactionCounts::new();
     let mut out = Vec::new();
     let mut seen = HashSet::new();
@@ -62,6 +68,7 @@ pub fn documents(session: &str, root: &str, files: &[SessionFile<'_>]) -> (Vec<D
             if let Some(a) = agent {
                 tags.push(format!("agent:{}", crate::text::normalize_name(a)));
             }
+            tags.push(format!("source:{source}"));
             let domain = crate::text::enrich::domain(&content, &files);
             out.push(Document {
                 id: Document::stable_id(session, DocKind::Message, &m.uuid),
@@ -318,7 +325,7 @@ mod tests {
             ..Default::default()
         };
         let files = [SessionFile { parsed: &main, agent: None }, SessionFile { parsed: &side, agent: Some("Explore") }];
-        let (docs, redactions) = documents("S", "D:\\App", &files);
+        let (docs, redactions) = documents("S", "D:\\App", Agent::ClaudeCode, &files);
         assert_eq!(docs.len(), 4, "the duplicate and the uuid-less message are left out");
         let index: Vec<u64> = docs
             .iter()
@@ -335,6 +342,10 @@ mod tests {
         assert!(!edit.commits_made[0].message.contains("ghp_"), "commit messages are scrubbed too");
         assert!(edit.tags.contains(&"rust".to_string()), "{:?}", edit.tags);
         assert!(docs[3].tags.contains(&"agent:explore".to_string()));
+        assert!(
+            docs.iter().all(|d| d.tags.contains(&"source:claude-code".to_string())),
+            "every document names its agent"
+        );
         assert_eq!(redactions.values().sum::<usize>(), 1, "{redactions:?}");
         assert_eq!(docs[0].id, Document::stable_id("S", DocKind::Message, "u1"), "ids are deterministic");
     }
@@ -343,7 +354,7 @@ mod tests {
     fn decisions_and_the_summary_come_from_the_messages() {
         let main = main_file();
         let files = [SessionFile { parsed: &main, agent: None }];
-        let (mut docs, _) = documents("S", "D:\\App", &files);
+        let (mut docs, _) = documents("S", "D:\\App", Agent::ClaudeCode, &files);
         let decisions = decision_documents(&docs);
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         let DocBody::Decision(d) = &decisions[0].body else { panic!() };

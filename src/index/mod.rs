@@ -60,6 +60,9 @@ pub struct CollectionInfo {
     pub name: String,
     /// Its directory.
     pub dir: PathBuf,
+    /// The project's path on disk, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_path: Option<String>,
 }
 
 /// A data directory holding collections.
@@ -178,7 +181,8 @@ impl Index {
         let coll = Arc::new(Collection::open(&dir, &name, meta, self.embedder()?, self.options.collection.clone())?);
         // `collection.json` is derived (it lets `collections` list without opening): written when
         // missing, unreadable or wrong, atomically.
-        let info = CollectionInfo { tenant, project, name: name.clone(), dir: PathBuf::new() };
+        let project_path = coll.meta()?.project_path;
+        let info = CollectionInfo { tenant, project, name: name.clone(), dir: PathBuf::new(), project_path };
         let identity = dir.join(IDENTITY_FILE);
         let current =
             std::fs::read_to_string(&identity).ok().and_then(|t| serde_json::from_str::<CollectionInfo>(&t).ok());
@@ -289,7 +293,14 @@ fn identity_from_store(dir: &Path) -> Option<CollectionInfo> {
     let tenant = validate_name("tenant", &meta.tenant).ok()?;
     let project = validate_name("project", &meta.project).ok()?;
     let name = collection_name(&tenant, &project);
-    (dir.file_name()? == name.as_str()).then(|| CollectionInfo { tenant, project, name, dir: dir.to_path_buf() })
+    let project_path = meta.project_path;
+    (dir.file_name()? == name.as_str()).then(|| CollectionInfo {
+        tenant,
+        project,
+        name,
+        dir: dir.to_path_buf(),
+        project_path,
+    })
 }
 
 /// `<tenant>_<project>_conversations` split at the first `_` (a tenant with `_` in its name is
@@ -300,7 +311,7 @@ fn identity_from_dir_name(dir: &Path) -> Option<CollectionInfo> {
     let (tenant, project) = stem.split_once('_')?;
     let tenant = validate_name("tenant", tenant).ok()?;
     let project = validate_name("project", project).ok()?;
-    Some(CollectionInfo { tenant, project, name, dir: dir.to_path_buf() })
+    Some(CollectionInfo { tenant, project, name, dir: dir.to_path_buf(), project_path: None })
 }
 
 #[cfg(test)]

@@ -17,8 +17,8 @@ use crate::derive::session::{self, SessionFile};
 use crate::doc::DocKind;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::ingest::claude::{self, SkippedLine};
-use crate::ingest::layout::{ProjectFolder, SessionFiles, discover};
+use crate::ingest::claude::{self, ParsedFile, SkippedLine};
+use crate::ingest::layout::{self, Agent, ProjectFolder, SessionFiles};
 use crate::text::normalize_name;
 use crate::text::scrub::RedactionCounts;
 use fingerprint::{FileState, SessionState, file_state};
@@ -103,6 +103,8 @@ pub struct IndexReport {
     pub collections: Vec<String>,
     /// Project folders skipped by exclusion rules.
     pub projects_excluded: usize,
+    /// Sessions found per agent (`claude-code`, `codex`, `gemini`, `aider`), indexed or not.
+    pub agents: std::collections::BTreeMap<String, usize>,
     /// Sessions, project folders and paths that could not be indexed, and why. The run went on
     /// without them; the next run tries them again.
     pub failures: Vec<Failure>,
@@ -117,7 +119,7 @@ impl std::fmt::Display for IndexReport {
         write!(
             f,
             "sessions: {} new, {} appended, {} re-indexed, {} unchanged, {} forgotten; {} messages, {} decisions, {} chunks \
-             ({} embedded); {} lines skipped; {} failed; redactions: {:?}; {:.1} s",
+             ({} embedded); {} lines skipped; {} failed; redactions: {:?}; {:.1} s; agents: {}",
             self.sessions_new,
             self.sessions_appended,
             self.sessions_reindexed,
@@ -130,7 +132,12 @@ impl std::fmt::Display for IndexReport {
             self.skipped_lines.len(),
             self.failures.len(),
             self.redactions,
-            self.elapsed.as_secs_f64()
+            self.elapsed.as_secs_f64(),
+            if self.agents.is_empty() {
+                "none found".to_string()
+            } else {
+                self.agents.iter().map(|(a, n)| format!("{a} {n}")).collect::<Vec<_>>().join(", ")
+            }
         )
     }
 }
@@ -175,6 +182,12 @@ pub struct Progress<'a> {
     pub session: &'a str,
 }
 
+/// The default histories that exist on this machine: Claude Code's, Codex's and Gemini's (see
+/// [`crate::default_sources`]); Aider's are found in the projects the others name.
+pub fn default_paths() -> Vec<PathBuf> {
+    layout::default_sources().into_iter().map(|(_, p)| p).filter(|p| p.exists()).collect()
+}
+
 /// Indexes every session under `paths` into one collection per project.
 pub fn index_paths(index: &Index, paths: &[PathBuf], options: &IndexOptions) -> Result<IndexReport> {
     index_paths_with_progress(index, paths, options, &mut |_| {})
@@ -190,10 +203,15 @@ pub fn index_paths_with_progress(
     let start = Instant::now();
     let mut report = IndexReport::default();
     let tenant = options.tenant.clone().unwrap_or_else(default_tenant);
-    let mut folders = Vec::new();
+    let mut folders: Vec<ProjectFolder> = Vec::new();
     let mut first_error = None;
-    for path in paths {
-        let found = match discover(path) {
+    // Gemini names a project's folder by the hash of its path: discover it last, knowing the
+    // paths the other agents' sessions and the existing collections record.
+    let mut ordered: Vec<&PathBuf> = paths.iter().collect();
+    ordered.sort_by_key(|p| layout::detect(p) == Some(Agent::Gemini));
+    let mut known: Vec<String> = index.collections()?.into_iter().filter_map(|c| c.project_path).collect();
+    for path in ordered {
+        let found = match layout::discover(path, &known) {
             Ok(f) => f,
             Err(e) => {
                 report.failures.push(Failure { path: path.clone(), session: None, reason: e.chain() });
@@ -201,6 +219,7 @@ pub fn index_paths_with_progress(
                 continue;
             }
         };
+        known.extend(found.iter().filter_map(|f| f.project.clone()));
         for folder in found {
             let name = folder.dir.to_string_lossy().to_lowercase();
             let path = folder.project.clone().unwrap_or_default().to_lowercase();
@@ -212,8 +231,30 @@ pub fn index_paths_with_progress(
             if excluded {
                 report.projects_excluded += 1;
             } else {
+                *report.agents.entry(folder.agent.as_str().to_string()).or_default() += folder.sessions.len();
                 folders.push(folder);
             }
+        }
+    }
+    // Aider keeps its history in the project: every project another agent names may have one.
+    let mut aider_dirs: Vec<PathBuf> = folders
+        .iter()
+        .filter(|f| f.agent != Agent::Aider)
+        .filter_map(|f| f.project.as_deref().map(PathBuf::from))
+        .filter(|p| p.join(layout::aider::HISTORY).is_file())
+        .filter(|p| !folders.iter().any(|f| f.agent == Agent::Aider && f.dir == *p))
+        .collect();
+    aider_dirs.sort();
+    aider_dirs.dedup();
+    for dir in aider_dirs {
+        match layout::discover(&dir, &known) {
+            Ok(found) => {
+                for f in found {
+                    *report.agents.entry(f.agent.as_str().to_string()).or_default() += f.sessions.len();
+                    folders.push(f);
+                }
+            }
+            Err(e) => report.failures.push(Failure { path: dir, session: None, reason: e.chain() }),
         }
     }
     // Nothing to index because every path given is wrong: that is an error, not a report.
@@ -242,14 +283,18 @@ pub fn index_paths_with_progress(
 
 fn open_project(index: &Index, tenant: &str, folder: &ProjectFolder) -> Result<std::sync::Arc<Collection>> {
     let path = folder.project.clone();
-    let base = match &path {
-        Some(p) => normalize_name(p.replace('\\', "/").trim_end_matches('/').rsplit('/').next().unwrap_or(p)),
-        None => normalize_name(&folder.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+    let dir_name = folder.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let base = match (&path, folder.agent) {
+        (Some(p), _) => normalize_name(p.replace('\\', "/").trim_end_matches('/').rsplit('/').next().unwrap_or(p)),
+        // A Gemini folder whose project path no other history names: its hash is all there is.
+        (None, Agent::Gemini) => format!("gemini-{}", crate::text::prefix_chars(&dir_name, 8)),
+        (None, _) => normalize_name(&dir_name),
     };
     let key = path.clone().unwrap_or_else(|| folder.dir.to_string_lossy().into_owned());
     let coll = index.collection_with(tenant, &base, Some(&key))?;
     match coll.meta()?.project_path {
-        Some(p) if p != key => {
+        // The same directory written by another agent or another OS spelling is the same project.
+        Some(p) if !crate::text::paths::same_dir(&p, &key) => {
             // Another project with the same last path component owns the plain name.
             let h = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
             index.collection_with(tenant, &format!("{base}-{:06x}", h & 0xff_ffff), Some(&key))
@@ -274,8 +319,7 @@ fn index_folder(
         .sessions
         .iter()
         .filter(|s| {
-            let all = s.main.iter().chain(s.subagents.iter().map(|(p, _)| p));
-            !all.into_iter().any(|p| options.exclude.iter().any(|x| p.to_string_lossy().contains(x.as_str())))
+            !s.files().iter().any(|(p, _)| options.exclude.iter().any(|x| p.to_string_lossy().contains(x.as_str())))
         })
         .collect();
     if sessions.is_empty() {
@@ -288,7 +332,7 @@ fn index_folder(
         // A session that cannot be read or written is reported and skipped; its fingerprint is
         // not stored, so the next run tries it again.
         if let Err(e) = coll.guarded(|c| index_session(c, &root, s, options, report)) {
-            let path = s.main.clone().or_else(|| s.subagents.first().map(|x| x.0.clone())).unwrap_or_default();
+            let path = s.files().first().map(|(p, _)| p.to_path_buf()).unwrap_or_default();
             let fatal = matches!(e, Error::Damaged { .. } | Error::InUse { .. });
             report.failures.push(Failure { path, session: Some(s.id.clone()), reason: e.chain() });
             if fatal {
@@ -316,19 +360,14 @@ fn index_session(
     options: &IndexOptions,
     report: &mut IndexReport,
 ) -> Result<()> {
-    let files: Vec<(&PathBuf, Option<&str>)> = s
-        .main
-        .iter()
-        .map(|p| (p, None))
-        .chain(s.subagents.iter().map(|(p, t)| (p, Some(t.as_deref().unwrap_or("subagent")))))
-        .collect();
+    let files = s.files();
     let forgotten = coll.is_forgotten(&s.id)?;
     if forgotten && !options.force {
         report.sessions_forgotten += 1;
         return Ok(());
     }
     let previous: Option<SessionState> = coll.session_state(&s.id)?;
-    let stats: Vec<(&Path, Option<(u64, i64)>)> = files.iter().map(|(p, _)| (p.as_path(), file_state(p))).collect();
+    let stats: Vec<(&Path, Option<(u64, i64)>)> = files.iter().map(|(p, _)| (*p, file_state(p))).collect();
     if !options.force && previous.as_ref().is_some_and(|prev| prev.unchanged(&stats)) {
         report.sessions_skipped += 1;
         return Ok(());
@@ -340,7 +379,7 @@ fn index_session(
     let mut appended = !options.force && previous.is_some();
     for (p, st) in &stats {
         let bytes = std::fs::read(p).map_err(|e| Error::io(p, e))?;
-        let pf = claude::parse(&bytes);
+        let pf = parse_file(s, p, &bytes);
         for sk in &pf.skipped {
             report.skipped_lines.push((p.to_path_buf(), sk.clone()));
         }
@@ -365,7 +404,7 @@ fn index_session(
     }
     let inputs: Vec<SessionFile<'_>> =
         parsed.iter().zip(&files).map(|(pf, (_, agent))| SessionFile { parsed: pf, agent: *agent }).collect();
-    let (mut docs, redactions) = session::documents(&s.id, root, &inputs);
+    let (mut docs, redactions) = session::documents(&s.id, root, s.agent, &inputs);
     for (k, n) in redactions {
         *report.redactions.entry(k).or_default() += n;
     }
@@ -404,6 +443,22 @@ fn index_session(
         (Some(_), false) => report.sessions_reindexed += 1,
     }
     Ok(())
+}
+
+/// One file of a session, parsed in its agent's format (a file holding several sessions, an
+/// Aider history or Gemini's `logs.json`, gives the session's part).
+fn parse_file(s: &SessionFiles, path: &Path, bytes: &[u8]) -> ParsedFile {
+    use crate::ingest::{aider, codex, gemini};
+    let pick = |all: Vec<(String, ParsedFile)>| {
+        all.into_iter().find(|(id, _)| *id == s.id).map(|(_, pf)| pf).unwrap_or_default()
+    };
+    match s.agent {
+        Agent::ClaudeCode => claude::parse(bytes),
+        Agent::Codex => codex::parse(bytes),
+        Agent::Gemini if path.file_name().is_some_and(|n| n == "logs.json") => pick(gemini::parse_logs(bytes)),
+        Agent::Gemini => gemini::parse_chat(bytes),
+        Agent::Aider => pick(aider::parse(bytes)),
+    }
 }
 
 impl Collection {

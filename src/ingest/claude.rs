@@ -132,7 +132,8 @@ fn content_text(v: &Value) -> String {
     }
 }
 
-fn clean_text(text: &str) -> String {
+/// Text with system reminders stripped, trimmed, cut at [`MAX_MESSAGE_BYTES`].
+pub(crate) fn clean_text(text: &str) -> String {
     let t = reminder_re().replace_all(text, "");
     let t = t.trim();
     if t.len() > MAX_MESSAGE_BYTES {
@@ -377,7 +378,8 @@ fn user(v: &Value, out: &mut ParsedFile, results: &mut Vec<(String, Value, Value
     });
 }
 
-fn add_file(files: &mut Vec<FileRef>, f: FileRef) {
+/// Adds a file to a message's files, keeping the strongest action per path.
+pub(crate) fn add_file(files: &mut Vec<FileRef>, f: FileRef) {
     // Keep the strongest action per path: deleted > created > edited > read.
     match files.iter_mut().find(|x| x.path == f.path) {
         Some(x) => {
@@ -430,7 +432,7 @@ fn call_files(tool: &ToolUse) -> Vec<FileRef> {
 }
 
 /// Paths removed by a plain `rm` / `git rm` command (words split the way a shell splits them).
-fn deleted_paths(command: &str) -> Vec<FileRef> {
+pub(crate) fn deleted_paths(command: &str) -> Vec<FileRef> {
     let mut out = Vec::new();
     for part in crate::text::paths::simple_commands(command) {
         let words = crate::text::paths::shell_words(part);
@@ -511,17 +513,24 @@ fn apply_result(tool: &ToolUse, block: &Value, record: &Value, ts: DateTime<Utc>
         "Bash" | "PowerShell" => {
             let cmd = tool.input.get("command").and_then(Value::as_str).unwrap_or_default();
             if cmd.contains("git") && cmd.contains("commit") {
-                let text = ansi_re().replace_all(&result_text(block, record), "").into_owned();
-                for c in commit_re().captures_iter(&text) {
-                    let sha = c[3].to_string();
-                    if !msg.commits.iter().any(|x: &CommitRef| x.sha == sha) {
-                        msg.commits.push(CommitRef { sha, message: c[4].trim().to_string() });
+                for c in commits_in(&result_text(block, record)) {
+                    if !msg.commits.iter().any(|x: &CommitRef| x.sha == c.sha) {
+                        msg.commits.push(c);
                     }
                 }
             }
         }
         _ => {}
     }
+}
+
+/// The commits a `git commit` printed (`[branch sha] subject`), colours stripped.
+pub(crate) fn commits_in(output: &str) -> Vec<CommitRef> {
+    let text = ansi_re().replace_all(output, "").into_owned();
+    commit_re()
+        .captures_iter(&text)
+        .map(|c| CommitRef { sha: c[3].to_string(), message: c[4].trim().to_string() })
+        .collect()
 }
 
 /// `path` relative to `root` when it lies inside it (see [`crate::text::paths::relative_to`]).

@@ -66,6 +66,8 @@ pub struct Filter {
     pub since: Option<DateTime<Utc>>,
     /// Documents at or before this time.
     pub until: Option<DateTime<Utc>>,
+    /// Documents written by one of these agents (`claude-code`, `codex`, `gemini`, `aider`).
+    pub agents: Vec<crate::Agent>,
 }
 
 /// A secondary index of the store.
@@ -140,6 +142,9 @@ impl Filter {
                 .map(|f| if dir && !f.is_empty() && !f.ends_with('/') { format!("{f}/") } else { f })
                 .collect();
             out.push(Clause::Prefix(IndexName::File, forms));
+        }
+        if !self.agents.is_empty() {
+            out.push(Clause::Any(IndexName::Tag, self.agents.iter().map(|a| format!("source:{a}")).collect()));
         }
         if self.since.is_some() || self.until.is_some() {
             let lo = self.since.map_or(i64::MIN, |d| d.timestamp_millis());

@@ -69,6 +69,14 @@ pub fn relative_to(path: &str, root: &str) -> String {
     }
 }
 
+/// True when `a` and `b` name the same directory: the same normal form, compared ignoring ASCII
+/// case when it is a Windows path (`C:\\Users\\a\\proj` and `c:/users/a/proj/`).
+pub fn same_dir(a: &str, b: &str) -> bool {
+    let (a, b) = (normalize(a), normalize(b));
+    let (a, b) = (a.trim_end_matches('/'), b.trim_end_matches('/'));
+    if windows(a) || windows(b) { a.eq_ignore_ascii_case(b) } else { a == b }
+}
+
 /// The forms under which a file the user names may be stored: the normal form, the other case
 /// of its drive letter (collections written before drive letters were normalised), and, for an
 /// absolute path inside `root`, the path relative to it.
@@ -200,6 +208,14 @@ mod tests {
         assert_eq!(relative_to("D:\\項目\\文件.md", "D:\\項目"), "文件.md");
         assert_eq!(relative_to("D:\\項目", "D:\\項目"), "D:/項目");
         assert_eq!(relative_to("/Home/u/proj/a", "/home/u/proj"), "/Home/u/proj/a", "POSIX is case-sensitive");
+    }
+
+    #[test]
+    fn the_same_directory_in_any_spelling() {
+        assert!(same_dir("C:\\Users\\a\\proj", "c:/users/a/proj/"));
+        assert!(same_dir("/home/u/p/", "/home/u/./p"));
+        assert!(!same_dir("/home/u/P", "/home/u/p"), "POSIX paths are case-sensitive");
+        assert!(!same_dir("C:\\a\\b", "C:\\a\\bc"));
     }
 
     #[test]

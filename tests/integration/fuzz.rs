@@ -1,7 +1,8 @@
 //! A seeded mutation fuzzer over the real transcripts in `../shared/data`, on stable Rust: every
 //! parser and every text-slicing function gets damaged real input and must not panic.
 //!
-//! Mutations, one to four per case: truncation at any byte (inside a character, a line, a
+//! The corpus is every Claude Code transcript and every Codex, Gemini and Aider history of the
+//! shared data, and every parser reads every mutated input. Mutations, one to four per case: truncation at any byte (inside a character, a line, a
 //! string), byte flips, lines swapped or repeated, JSON values swapped for another type, strings
 //! replaced with random Unicode (CJK, Hangul, emoji, combining marks, RTL marks, `K`, `İ`, NUL,
 //! lone-surrogate escapes), paths replaced with Windows / CJK / UNC paths, huge and negative
@@ -25,7 +26,7 @@ fn corpus() -> Vec<PathBuf> {
             let p = e.path();
             if p.is_dir() {
                 walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
+            } else if p.extension().is_some_and(|x| x == "jsonl" || x == "json" || x == "md") {
                 out.push(p);
             }
         }
@@ -34,6 +35,7 @@ fn corpus() -> Vec<PathBuf> {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
     walk(&base.join("transcripts"), &mut out);
     walk(&base.join("fixtures-edge-cases"), &mut out);
+    walk(&base.join("agents"), &mut out);
     out.sort();
     out
 }
@@ -168,6 +170,11 @@ fn mutate(bytes: &[u8], rng: &mut Rng) -> Vec<u8> {
 
 /// Everything pure that reads transcript text.
 fn exercise(bytes: &[u8], rng: &mut Rng) {
+    // Every format's parser reads every input: a Claude Code line in a Codex parser must not panic.
+    let _ = convdex::ingest::codex::parse(bytes);
+    let _ = convdex::ingest::gemini::parse_chat(bytes);
+    let _ = convdex::ingest::gemini::parse_logs(bytes);
+    let _ = convdex::ingest::aider::parse(bytes);
     let parsed = convdex::ingest::claude::parse(bytes);
     let mut prev: Option<(convdex::Role, String)> = None;
     for m in &parsed.messages {

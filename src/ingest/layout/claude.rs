@@ -9,37 +9,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use super::{Agent, ProjectFolder, SessionFiles, peek_field};
 use crate::error::{Error, Result};
-
-/// The default Claude Code history: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`.
-pub fn default_history() -> PathBuf {
-    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d).join("projects"),
-        None => dirs::home_dir().unwrap_or_default().join(".claude").join("projects"),
-    }
-}
-
-/// One session's files.
-#[derive(Debug, Clone, Default)]
-pub struct SessionFiles {
-    /// Session id (the main file's name).
-    pub id: String,
-    /// The main transcript, when it still exists.
-    pub main: Option<PathBuf>,
-    /// Sub-agent transcripts with their agent type when known.
-    pub subagents: Vec<(PathBuf, Option<String>)>,
-}
-
-/// A project folder and its sessions.
-#[derive(Debug, Clone, Default)]
-pub struct ProjectFolder {
-    /// The folder.
-    pub dir: PathBuf,
-    /// The project's path as its sessions record it (see [`project_path`]), read once.
-    pub project: Option<String>,
-    /// Its sessions, by id.
-    pub sessions: Vec<SessionFiles>,
-}
 
 /// Sub-agents that are Claude Code's own machinery, not user-visible work.
 fn internal_agent(name: &str) -> bool {
@@ -72,22 +43,9 @@ fn peek_session_id(path: &Path) -> Option<String> {
     peek_field(path, "sessionId")
 }
 
-fn peek_field(path: &Path, field: &str) -> Option<String> {
-    use std::io::Read;
-    let mut buf = vec![0u8; 64 * 1024];
-    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut buf)).ok()?;
-    for line in buf[..n].split(|b| *b == b'\n') {
-        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(line)
-            && let Some(s) = v.get(field).and_then(|s| s.as_str())
-        {
-            return Some(s.to_string());
-        }
-    }
-    None
-}
-
 /// Finds the session files under `path`: a projects root, one project folder, or one file.
-pub fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
+/// Claude Code's session files under `path`: a projects root, one project folder, or one file.
+pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
     if path.is_file() {
         if path.extension().is_none_or(|e| e != "jsonl") {
             return Err(Error::InvalidArgument(format!(
@@ -98,9 +56,10 @@ pub fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
         }
         let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session").to_string();
-        let mut s = SessionFiles { id: id.clone(), main: Some(path.to_path_buf()), subagents: vec![] };
+        let mut s =
+            SessionFiles { id: id.clone(), main: Some(path.to_path_buf()), ..SessionFiles::new(Agent::ClaudeCode) };
         s.subagents = subagents_of(&dir, &id);
-        let mut folder = ProjectFolder { dir, project: None, sessions: vec![s] };
+        let mut folder = ProjectFolder { dir, project: None, agent: Agent::ClaudeCode, sessions: vec![s] };
         folder.project = project_path(&folder);
         return Ok(vec![folder]);
     }
@@ -153,14 +112,16 @@ fn project_folder(dir: &Path) -> ProjectFolder {
             if let Some(id) = peek_session_id(&f) {
                 sessions
                     .entry(id.clone())
-                    .or_insert_with(|| SessionFiles { id, ..Default::default() })
+                    .or_insert_with(|| SessionFiles { id, ..SessionFiles::new(Agent::ClaudeCode) })
                     .subagents
                     .push((f, None));
             }
             continue;
         }
-        sessions.entry(name.clone()).or_insert_with(|| SessionFiles { id: name.clone(), ..Default::default() }).main =
-            Some(f);
+        sessions
+            .entry(name.clone())
+            .or_insert_with(|| SessionFiles { id: name.clone(), ..SessionFiles::new(Agent::ClaudeCode) })
+            .main = Some(f);
     }
     // Session directories with sub-agents (also orphans whose main file is gone).
     if let Ok(rd) = std::fs::read_dir(dir) {
@@ -172,15 +133,19 @@ fn project_folder(dir: &Path) -> ProjectFolder {
                 if !subs.is_empty() {
                     sessions
                         .entry(id.clone())
-                        .or_insert_with(|| SessionFiles { id, ..Default::default() })
+                        .or_insert_with(|| SessionFiles { id, ..SessionFiles::new(Agent::ClaudeCode) })
                         .subagents
                         .extend(subs);
                 }
             }
         }
     }
-    let mut folder =
-        ProjectFolder { dir: dir.to_path_buf(), project: None, sessions: sessions.into_values().collect() };
+    let mut folder = ProjectFolder {
+        dir: dir.to_path_buf(),
+        project: None,
+        agent: Agent::ClaudeCode,
+        sessions: sessions.into_values().collect(),
+    };
     folder.project = project_path(&folder);
     folder
 }

@@ -1,0 +1,52 @@
+//! Codex CLI rollouts: `sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`, one session each, its
+//! working directory in the first record (`session_meta`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{Agent, ProjectFolder, SessionFiles, files_under};
+use crate::error::{Error, Result};
+
+fn is_rollout(name: &str) -> bool {
+    name.starts_with("rollout-") && name.ends_with(".jsonl")
+}
+
+/// True when `path` holds rollouts (a `~/.codex`, its `sessions`, or a day's folder).
+pub(crate) fn is_root(path: &Path) -> bool {
+    path.is_dir() && !files_under(path, &is_rollout).is_empty()
+}
+
+/// Session id and working directory from a rollout's first record (`session_meta`).
+fn meta(path: &Path) -> (Option<String>, Option<String>) {
+    use std::io::{BufRead, BufReader, Read};
+    let mut line = String::new();
+    let read = std::fs::File::open(path).map(|f| BufReader::new(f.take(1 << 20)).read_line(&mut line));
+    let v: Option<serde_json::Value> = read.ok().and_then(|_| serde_json::from_str(&line).ok());
+    let payload = v.as_ref().and_then(|v| v.get("payload"));
+    let field = |k: &str| payload.and_then(|p| p.get(k)).and_then(|x| x.as_str()).map(str::to_string);
+    (field("id"), field("cwd"))
+}
+
+/// The rollouts under `path` (or the one file), grouped by working directory.
+pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
+    let files = if path.is_file() {
+        vec![path.to_path_buf()]
+    } else if path.is_dir() {
+        files_under(path, &is_rollout)
+    } else {
+        return Err(Error::NotFound(format!("Codex history {}", path.display())));
+    };
+    let mut by_cwd: BTreeMap<Option<String>, ProjectFolder> = BTreeMap::new();
+    for f in files {
+        let (id, cwd) = meta(&f);
+        let id = id.unwrap_or_else(|| f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+        let folder = by_cwd.entry(cwd.clone()).or_insert_with(|| ProjectFolder {
+            dir: f.parent().unwrap_or(path).to_path_buf(),
+            project: cwd.clone(),
+            agent: Agent::Codex,
+            sessions: Vec::new(),
+        });
+        folder.sessions.push(SessionFiles { id, main: Some(f), ..SessionFiles::new(Agent::Codex) });
+    }
+    Ok(by_cwd.into_values().collect())
+}
