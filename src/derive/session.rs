@@ -168,6 +168,7 @@ pub fn summary_document(session: &str, inputs: &[SessionFile<'_>], docs: &[Docum
     let mut files: Vec<FileRef> = Vec::new();
     let mut commits = Vec::new();
     let mut tag_counts: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut sources: Vec<String> = Vec::new();
     for d in &messages {
         for f in &d.files_discussed {
             match files.iter_mut().find(|x| x.path == f.path) {
@@ -181,7 +182,11 @@ pub fn summary_document(session: &str, inputs: &[SessionFile<'_>], docs: &[Docum
             }
         }
         for t in &d.tags {
-            if !t.starts_with("agent:") {
+            if t.starts_with("source:") {
+                if !sources.contains(t) {
+                    sources.push(t.clone());
+                }
+            } else if !t.starts_with("agent:") {
                 *tag_counts.entry(t.as_str()).or_default() += 1;
             }
         }
@@ -240,7 +245,9 @@ pub fn summary_document(session: &str, inputs: &[SessionFile<'_>], docs: &[Docum
         session_id: session.to_string(),
         timestamp: end,
         content,
-        tags: key_topics.clone(),
+        // Topics, then the agents that wrote the session (so an agent filter finds its
+        // summaries); the source tags are not topics.
+        tags: key_topics.iter().cloned().chain(sources).collect(),
         domain: first_user.domain.clone(),
         files_discussed: files,
         commits_made: commits,
@@ -381,6 +388,8 @@ mod tests {
             summary.files_discussed.iter().find(|f| f.path == "src/auth.rs").unwrap().action,
             FileAction::Edited
         );
+        assert!(!s.key_topics.iter().any(|t| t.starts_with("source:")), "the agent is not a topic: {:?}", s.key_topics);
+        assert!(summary.tags.contains(&"source:claude-code".to_string()), "an agent filter finds the summary");
         assert!(summary_document("S", &files, &[]).is_none(), "no message, no summary");
     }
 
