@@ -13,12 +13,19 @@
 //! without conversation context, and reciprocal rank fusion); `-- --sweep` adds blend weights
 //! 0.2–0.8 and context weights.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::Instant;
 
-use convdex::ingest::structured::{Conversation, Turn};
 use convdex::{Context, DocBody, Fusion, Index, Options, SearchMode};
-use serde_json::Value;
+
+#[path = "support/locomo.rs"]
+mod locomo;
+use locomo::{Loaded, evidence, import};
+
+/// The conversation session ids (`<sample>-s<n>`) an evidence list points into.
+fn evidence_sessions(id: &str, evidence: &[String]) -> Vec<String> {
+    evidence.iter().filter_map(|e| e.trim_start_matches('D').split(':').next().map(|n| format!("{id}-s{n}"))).collect()
+}
 
 const CATEGORIES: [(u64, &str); 5] =
     [(1, "multi-hop"), (2, "temporal"), (3, "open-domain"), (4, "single-hop"), (5, "adversarial")];
@@ -61,71 +68,6 @@ impl Score {
     }
 }
 
-fn normalise(ev: &str) -> Vec<String> {
-    ev.split(|c: char| c == ';' || c.is_whitespace())
-        .filter(|s| !s.is_empty())
-        .map(|s| match s.trim_start_matches('D').split_once(':') {
-            Some((a, b)) => format!("D{}:{}", a.trim_start_matches('0'), b.trim_start_matches('0')),
-            None => s.to_string(),
-        })
-        .collect()
-}
-
-struct Loaded {
-    id: String,
-    coll: std::sync::Arc<convdex::Collection>,
-    /// (conversation id, turn index) -> dia_id
-    dia: HashMap<(String, u64), String>,
-    qa: Vec<Value>,
-}
-
-fn import(index: &Index, data: &[Value]) -> anyhow::Result<Vec<Loaded>> {
-    let t0 = Instant::now();
-    let mut out = Vec::new();
-    for sample in data {
-        let id = sample["sample_id"].as_str().unwrap_or("conv");
-        let conv = &sample["conversation"];
-        let (a, b) = (conv["speaker_a"].as_str().unwrap_or("A"), conv["speaker_b"].as_str().unwrap_or("B"));
-        let mut conversations = Vec::new();
-        let mut dia: HashMap<(String, u64), String> = HashMap::new();
-        let mut n = 1;
-        while let Some(turns) = conv.get(format!("session_{n}")).and_then(Value::as_array) {
-            let date = conv[format!("session_{n}_date_time")].as_str().unwrap_or_default();
-            let time = chrono::NaiveDateTime::parse_from_str(date, "%I:%M %p on %d %B, %Y")
-                .map(|t| t.and_utc())
-                .unwrap_or_default();
-            let cid = format!("{id}-s{n}");
-            let mut out = Vec::new();
-            for (i, t) in turns.iter().enumerate() {
-                let mut text = t["text"].as_str().unwrap_or_default().to_string();
-                if let Some(c) = t.get("blip_caption").and_then(Value::as_str) {
-                    text.push_str(&format!(" [shares {c}]"));
-                }
-                if text.trim().is_empty() {
-                    text = "(no text)".into();
-                }
-                dia.insert((cid.clone(), i as u64), t["dia_id"].as_str().unwrap_or_default().to_string());
-                out.push(Turn { speaker: t["speaker"].as_str().unwrap_or(a).to_string(), content: text, time });
-            }
-            conversations.push(Conversation {
-                id: cid,
-                source: "locomo".into(),
-                people: vec![a.to_string(), b.to_string()],
-                user: a.to_string(),
-                turns: out,
-                tags: vec![],
-                metadata: vec![],
-            });
-            n += 1;
-        }
-        let coll = index.collection("locomo", id)?;
-        convdex::import_conversations(&coll, &conversations)?;
-        eprintln!("{id}: {} sessions imported, {:.0} s so far", conversations.len(), t0.elapsed().as_secs_f64());
-        out.push(Loaded { id: id.to_string(), coll, dia, qa: sample["qa"].as_array().cloned().unwrap_or_default() });
-    }
-    Ok(out)
-}
-
 fn evaluate(
     loaded: &[Loaded],
     search: &dyn Fn(&convdex::Collection, &str) -> convdex::Result<convdex::Hits>,
@@ -135,8 +77,7 @@ fn evaluate(
     for l in loaded {
         let (id, dia) = (&l.id, &l.dia);
         for qa in &l.qa {
-            let evidence: Vec<String> =
-                qa["evidence"].as_array().into_iter().flatten().filter_map(Value::as_str).flat_map(normalise).collect();
+            let evidence = evidence(qa);
             if evidence.is_empty() {
                 continue;
             }
@@ -162,10 +103,7 @@ fn evaluate(
                 s.recall[i] = found as f64 / evidence.len() as f64;
             }
             s.mrr = ranked.iter().position(|r| evidence.contains(&r.0)).map_or(0.0, |p| 1.0 / (p + 1) as f64);
-            let ev_sessions: Vec<String> = evidence
-                .iter()
-                .filter_map(|e| e.trim_start_matches('D').split(':').next().map(|n| format!("{id}-s{n}")))
-                .collect();
+            let ev_sessions = evidence_sessions(id, &evidence);
             let mut sessions: Vec<&String> = Vec::new();
             for r in &ranked {
                 if !sessions.contains(&&r.1) {
@@ -201,8 +139,7 @@ fn table(label: &str, by_cat: &BTreeMap<u64, Score>, median: f64, per_category: 
 
 fn main() -> anyhow::Result<()> {
     let sweep = std::env::args().any(|a| a == "--sweep");
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/locomo/locomo10.json");
-    let data: Vec<Value> = serde_json::from_slice(&std::fs::read(&path)?)?;
+    let data = locomo::read()?;
     let dir = tempfile::tempdir()?;
     let index = Index::open(dir.path(), Options::default())?;
     let loaded = import(&index, &data)?;

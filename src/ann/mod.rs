@@ -181,6 +181,24 @@ impl Ann {
         &self.arena[start..start + self.dim]
     }
 
+    /// The query's cosine against an even sample of at most `n` live vectors (the same sample
+    /// for every query of this index state): how similar "anything" is to this query.
+    pub(crate) fn background(&self, query: &[f32], n: usize) -> crate::search::Background {
+        let rows = self.row_ids.len();
+        let step = (rows / n.max(1)).max(1);
+        let mut b = crate::search::Background::default();
+        for row in (0..rows).step_by(step) {
+            let doc = VectorId::from_raw(self.row_ids[row]).doc();
+            if self.tombstones.contains(&doc) {
+                continue;
+            }
+            b.add(dot(query, self.vector(row as u32)));
+        }
+        // Weighted by the vectors it stands for (forgotten ones are few between compactions).
+        b.represents(rows);
+        b
+    }
+
     /// Graph search. `keep` filters documents (tombstones are always filtered).
     /// Returns `(vector, cosine)` best first.
     pub(crate) fn search_graph(

@@ -49,6 +49,9 @@ pub struct SearchParams {
     pub mode: Option<String>,
     /// Number of hits, 1 to 50 (default 8).
     pub limit: Option<usize>,
+    /// Prefer newer sessions (half-life 30 days); active decisions count as new, superseded
+    /// ones sink. Default false.
+    pub recent: Option<bool>,
 }
 
 /// Arguments of the `decisions` tool.
@@ -151,7 +154,7 @@ impl Server {
     }
 
     #[tool(
-        description = "Search past coding-agent conversations by words and meaning. Filters: project, type (message/decision/summary), tags, domain, session, file, file_prefix, since, until, agents (claude-code, codex, gemini, aider). Returns ranked hits with project, session id, time, role, files and a snippet; use `session` to read one in full."
+        description = "Search past coding-agent conversations by words and meaning. Filters: project, type (message/decision/summary), tags, domain, session, file, file_prefix, since, until, agents (claude-code, codex, gemini, aider); `recent` prefers newer sessions. Returns ranked hits with a relevance from 0 to 100, project, session id, time, role, files and a snippet; use `session` to read one in full."
     )]
     async fn search(&self, Parameters(p): Parameters<SearchParams>) -> ToolResult {
         let index = self.index.clone();
@@ -169,7 +172,13 @@ impl Server {
                 ..Default::default()
             };
             let mode: SearchMode = p.mode.as_deref().map(str::parse).transpose()?.unwrap_or_default();
-            let query = Query { text: p.query, filter, mode: Some(mode), limit: bounded("limit", p.limit, 8, 50)? };
+            let mut query = Query::new(p.query);
+            query.filter = filter;
+            query.mode = Some(mode);
+            query.limit = bounded("limit", p.limit, 8, 50)?;
+            if p.recent.unwrap_or(false) {
+                query.ranking.recent = Some(convdex::Recency::default());
+            }
             let found = index.search(p.project.as_deref(), &query)?;
             let notes = notes(&found.skipped);
             let hits = found.found;
@@ -183,8 +192,9 @@ impl Server {
             for (i, ProjectHit { project, hit: h }) in hits.iter().enumerate() {
                 let files: Vec<&str> = h.doc.files_discussed.iter().take(4).map(|f| f.path.as_str()).collect();
                 out.push_str(&format!(
-                    "\n{}. {project} · session {} · {} · {}{} · matched {}\n   {}\n",
+                    "\n{}. relevance {} · {project} · session {} · {} · {}{} · matched {}\n   {}\n",
                     i + 1,
+                    h.relevance,
                     short(&h.doc.session_id),
                     h.doc.timestamp.format("%Y-%m-%d %H:%M"),
                     role(&h.doc),

@@ -38,24 +38,31 @@ pub fn role(d: &Document) -> &str {
 /// One hit as JSON (the CLI's `--json` shape).
 pub fn hit_json(project: &str, h: &Hit) -> Value {
     json!({
-        "project": project, "score": h.score, "session": h.doc.session_id, "id": h.doc.id,
+        "project": project, "relevance": h.relevance, "score": h.score, "folded": h.folded,
+        "session": h.doc.session_id, "id": h.doc.id,
         "type": h.doc.kind().as_str(), "time": h.doc.timestamp.to_rfc3339(),
         "files": h.doc.files_discussed.iter().map(|f| &f.path).collect::<Vec<_>>(),
         "signals": {
             "semantic": h.signals.semantic, "semantic_rank": h.signals.semantic_rank,
             "lexical": h.signals.lexical, "lexical_rank": h.signals.lexical_rank,
+            "semantic_z": h.signals.semantic_z, "lexical_share": h.signals.lexical_share,
+            "context": h.signals.context, "recency": h.signals.recency,
         },
         "snippet": h.snippet,
         "content": h.doc.content,
     })
 }
 
-/// Which signals found a hit, in words.
-pub fn matched(h: &Hit) -> &'static str {
-    match (h.signals.semantic_rank.is_some(), h.signals.lexical.is_some()) {
+/// Which signals found a hit, in words, and how many identical messages were folded into it.
+pub fn matched(h: &Hit) -> String {
+    let how = match (h.signals.semantic_rank.is_some(), h.signals.lexical.is_some()) {
         (true, true) => "meaning+words",
         (false, true) => "words",
         _ => "meaning",
+    };
+    match h.folded {
+        0 => how.to_string(),
+        n => format!("{how}; {n} identical folded"),
     }
 }
 

@@ -1,7 +1,7 @@
 //! `convdex search QUERY`: every filter of [`convdex::Filter`] as a flag, one [`convdex::Query`].
 
 use clap::Args;
-use convdex::{DocKind, Filter, Query, SearchMode};
+use convdex::{DocKind, Filter, Query, Recency, SearchMode};
 
 use super::render::{color, highlight, hit_json, matched, parse_time, role, short, snippet};
 use super::{Ctx, print_json, skipped};
@@ -46,9 +46,16 @@ pub struct SearchArgs {
     /// hybrid (both, fused).
     #[arg(long, default_value = "hybrid")]
     pub mode: SearchMode,
-    /// Number of hits, 1 to 1000.
+    /// Number of hits, 1 to 1000. The first hits are the same whatever the limit (up to 100).
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
+    /// Prefer newer sessions: a hit's score gains up to half again when new, halving every
+    /// `--half-life` days. Active decisions count as new; superseded ones sink.
+    #[arg(long)]
+    pub recent: bool,
+    /// Half-life of `--recent`, in days.
+    #[arg(long, default_value_t = 30.0, requires = "recent")]
+    pub half_life: f32,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -69,7 +76,14 @@ impl SearchArgs {
             agents: self.agent.clone(),
             ..Default::default()
         };
-        Ok(Query { text: self.query.clone(), filter, mode: Some(self.mode), limit: self.limit })
+        let mut query = Query::new(self.query.clone());
+        query.filter = filter;
+        query.mode = Some(self.mode);
+        query.limit = self.limit;
+        if self.recent {
+            query.ranking.recent = Some(Recency { half_life_days: self.half_life, ..Recency::default() });
+        }
+        Ok(query)
     }
 }
 
@@ -85,14 +99,16 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     }
     if hits.is_empty() {
         println!("no hits");
+    } else {
+        println!("relevance (0-100)  project  session  time  role  [files]");
     }
     let color = color();
     for ph in hits {
         let h = &ph.hit;
         let files: Vec<&str> = h.doc.files_discussed.iter().take(3).map(|f| f.path.as_str()).collect();
         println!(
-            "{:.3}  {}  {}  {}  {}{}",
-            h.score,
+            "{:>3}  {}  {}  {}  {}{}",
+            h.relevance,
             ph.project,
             short(&h.doc.session_id),
             h.doc.timestamp.format("%Y-%m-%d %H:%M"),
@@ -103,7 +119,7 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
             Some(s) => highlight(s, color),
             None => snippet(&h.doc.content, 160),
         };
-        println!("       ({}) {text}", matched(h));
+        println!("     ({}) {text}", matched(h));
     }
     Ok(())
 }

@@ -26,6 +26,7 @@ pub use crate::store::meta::{CollectionMeta, SCHEMA_VERSION};
 pub use derived::{LexicalIndexState, RebuildReason, VectorIndexState};
 pub use read::CollectionStats;
 pub use search::SearchBuilder;
+pub(crate) use search::hit;
 pub use write::AddReport;
 pub(crate) use write::SessionWrite;
 

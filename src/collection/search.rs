@@ -7,13 +7,13 @@ use redb::{ReadableDatabase, ReadableTableMetadata};
 
 use super::Collection;
 use crate::ann::Ann;
-use crate::doc::{DocKind, Document};
+use crate::doc::DocKind;
 use crate::error::{Error, Result};
 use crate::ids::{DocSet, VectorId};
-use crate::search::fuse::{self, Ranked, with_context};
+use crate::search::fuse::{self, Pool};
 use crate::search::plan::{self, Route, Settings, Shape};
 use crate::search::query::{self, Filter, Query, SearchMode};
-use crate::search::{Context, Fusion, Hit, Hits, Plan, PlanPath, Signals};
+use crate::search::{Context, Fusion, Hit, Hits, Plan, PlanPath, Ranking, Recency, Signals};
 use crate::store::tables::DOCS;
 
 /// A search under construction; finish with [`SearchBuilder::run`]. Filters combine with AND.
@@ -24,8 +24,6 @@ pub struct SearchBuilder<'c> {
     vector: Option<Vec<f32>>,
     exact: Option<bool>,
     ef: Option<usize>,
-    fusion: Fusion,
-    context: Context,
 }
 
 impl Collection {
@@ -48,22 +46,14 @@ impl Collection {
 
 impl<'c> SearchBuilder<'c> {
     fn new(coll: &'c Collection, query: Query, vector: Option<Vec<f32>>) -> Self {
-        SearchBuilder {
-            coll,
-            query,
-            vector,
-            exact: None,
-            ef: None,
-            fusion: Fusion::default(),
-            context: Context::default(),
-        }
+        SearchBuilder { coll, query, vector, exact: None, ef: None }
     }
 
     /// How much a hybrid hit's session and neighbouring messages lift it. Default:
     /// [`Context::default`]; [`Context::NONE`] ranks by the fused score alone. Semantic and
     /// lexical modes rank by their own score only.
     pub fn context(mut self, context: Context) -> Self {
-        self.context = context;
+        self.query.ranking.context = context;
         self
     }
     /// Semantic, lexical or hybrid. Default: hybrid for text queries; a vector query is
@@ -72,9 +62,20 @@ impl<'c> SearchBuilder<'c> {
         self.query.mode = Some(mode);
         self
     }
-    /// How hybrid search fuses the two rankings. Default: [`Fusion::default`].
+    /// How hybrid search fuses the two signals. Default: [`Fusion::default`].
     pub fn fusion(mut self, fusion: Fusion) -> Self {
-        self.fusion = fusion;
+        self.query.ranking.fusion = fusion;
+        self
+    }
+    /// Prefer newer sessions ([`Recency`]; `Recency::default()`: half-life 30 days). Default:
+    /// age does not matter.
+    pub fn recent(mut self, recency: Recency) -> Self {
+        self.query.ranking.recent = Some(recency);
+        self
+    }
+    /// Replaces the whole ranking (fusion, context, recency).
+    pub fn ranking(mut self, ranking: Ranking) -> Self {
+        self.query.ranking = ranking;
         self
     }
     /// Replaces the whole filter.
@@ -158,6 +159,7 @@ impl<'c> SearchBuilder<'c> {
             None => self.query.validate()?,
             Some(v) => {
                 query::validate_limit(self.query.limit)?;
+                query::validate_ranking(&self.query.ranking)?;
                 self.query.filter.validate()?;
                 if v.len() != self.coll.embedder.dim() {
                     return Err(Error::DimensionMismatch { expected: self.coll.embedder.dim(), got: v.len() });
@@ -169,134 +171,175 @@ impl<'c> SearchBuilder<'c> {
                 }
             }
         }
-        match self.fusion {
-            Fusion::Rrf { k } if k.is_nan() || k <= 0.0 => {
-                Err(Error::InvalidArgument(format!("RRF k must be positive, got {k}")))
-            }
-            Fusion::Blend { semantic_weight: w } if !(0.0..=1.0).contains(&w) => {
-                Err(Error::InvalidArgument(format!("blend weight must be within 0..=1, got {w}")))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn query_vector(&self) -> Result<Vec<f32>> {
-        match &self.vector {
-            None => self.coll.embedder.embed_one(&self.query.text),
-            Some(v) => {
-                let mut v = v.clone();
-                crate::embed::normalize(&mut v);
-                Ok(v)
-            }
-        }
+        Ok(())
     }
 
     /// Runs the search.
     pub fn run(self) -> Result<Hits> {
         self.validate()?;
         let coll = self.coll;
-        let limit = self.query.limit;
-        let mode = match (&self.vector, &coll.lexical) {
-            (Some(_), _) => SearchMode::Semantic,
-            // Without a lexical index the default is semantic.
-            (None, None) => self.query.mode.unwrap_or(SearchMode::Semantic),
-            (None, Some(_)) => self.query.mode.unwrap_or_default(),
+        let mode = coll.mode_for(&self.query, self.vector.is_some());
+        let vector = match (&self.vector, mode) {
+            (Some(v), _) => {
+                let mut v = v.clone();
+                crate::embed::normalize(&mut v);
+                Some(v)
+            }
+            (None, SearchMode::Lexical) => None,
+            (None, _) => Some(coll.embedder.embed_one(&self.query.text)?),
         };
-        let tx = coll.db.begin_read()?;
+        let route = RouteOverride { exact: self.exact, ef: self.ef };
+        let (pool, plan) = coll.pool(&self.query, mode, vector.as_deref(), route)?;
+        let ranked = fuse::rank(vec![pool], mode, &self.query.ranking);
+        let terms = crate::lexical::LexicalQuery::parse(&self.query.text).terms();
+        let hits = ranked.into_iter().take(self.query.limit).map(|r| hit(r, mode, &self.query, &terms, plan)).collect();
+        Ok(Hits { hits, plan })
+    }
+}
+
+/// A ranked candidate as a [`Hit`].
+pub(crate) fn hit(r: fuse::Ranked, mode: SearchMode, query: &Query, terms: &[String], plan: Plan) -> Hit {
+    let fuse::Ranked { candidate, score, folded, .. } = r;
+    let fuse::Candidate { doc, chunk, signals } = candidate;
+    let snippet = if signals.lexical.is_some() { crate::lexical::snippet(&doc.content, terms, 160) } else { None };
+    let relevance = fuse::relevance(mode, query.ranking.fusion, &signals, score);
+    Hit { doc, score, relevance, folded, chunk, signals, snippet, plan }
+}
+
+/// Forced choices for the vector side (library callers and benchmarks).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RouteOverride {
+    pub(crate) exact: Option<bool>,
+    pub(crate) ef: Option<usize>,
+}
+
+impl Collection {
+    /// The mode a query runs in here: a vector query is semantic; without a lexical index
+    /// the default is semantic.
+    pub(crate) fn mode_for(&self, query: &Query, vector_query: bool) -> SearchMode {
+        match (vector_query, &self.lexical) {
+            (true, _) => SearchMode::Semantic,
+            (false, None) => query.mode.unwrap_or(SearchMode::Semantic),
+            (false, Some(_)) => query.mode.unwrap_or_default(),
+        }
+    }
+
+    /// This collection's candidates for `query`: the best [`crate::POOL_DEPTH`] documents (or
+    /// `limit`, when larger) by cosine and by BM25 among those the filter lets through, each
+    /// scored on both signals, with the query's background and lexical reference. `vector` is
+    /// the query's embedding by this collection's model (absent in lexical mode).
+    pub(crate) fn pool(
+        &self,
+        query: &Query,
+        mode: SearchMode,
+        vector: Option<&[f32]>,
+        route: RouteOverride,
+    ) -> Result<(Pool, Plan)> {
+        let tx = self.db.begin_read()?;
         let total = tx.open_table(DOCS)?.len()? as usize;
-        let root = coll.meta()?.project_path;
-        let cands = crate::store::filter::candidates(&tx, &self.query.filter.clauses(root.as_deref()))?;
+        let root = self.meta()?.project_path;
+        let cands = crate::store::filter::candidates(&tx, &query.filter.clauses(root.as_deref()))?;
         let candidates = cands.as_ref().map_or(total, DocSet::len);
         let selectivity = if total == 0 { 0.0 } else { candidates as f32 / total as f32 };
         let mut plan = Plan { path: PlanPath::Lexical, mode, candidates, total, selectivity };
+        let mut pool = Pool::default();
         if candidates == 0 {
-            return Ok(Hits { hits: Vec::new(), plan });
+            return Ok((pool, plan));
         }
-        // Each list is deeper than `limit` when the other may reorder it.
-        let want = if mode == SearchMode::Hybrid { (limit * 5).max(50) } else { limit };
-        let mut query_vec = None;
+        // A fixed depth: the same candidates, hence the same order, whatever the limit.
+        let want = query.limit.max(crate::POOL_DEPTH);
         // (doc, cosine, chunk), best first, one entry per document.
         let mut semantic: Vec<(u64, f32, u32)> = Vec::new();
         if mode != SearchMode::Lexical {
-            let q = self.query_vector()?;
+            let q = vector.ok_or_else(|| Error::InvalidArgument("semantic search needs the query's vector".into()))?;
             // Take a graph that finished loading in the background since the last search.
-            if coll.ann.read().unwrap_or_else(|e| e.into_inner()).loading() {
-                coll.ann.write().unwrap_or_else(|e| e.into_inner()).poll(false);
+            if self.ann.read().unwrap_or_else(|e| e.into_inner()).loading() {
+                self.ann.write().unwrap_or_else(|e| e.into_inner()).poll(false);
             }
-            let ann = coll.ann.read().unwrap_or_else(|e| e.into_inner());
+            let ann = self.ann.read().unwrap_or_else(|e| e.into_inner());
             let shape = Shape {
                 filtered: cands.is_some(),
                 candidates,
                 selectivity,
                 want,
-                exact: self.exact,
-                ef: self.ef,
+                exact: route.exact,
+                ef: route.ef,
                 graph_ready: ann.graph_ready(),
             };
-            let o = &coll.options;
+            let o = &self.options;
             let settings = Settings {
                 exact_threshold: o.exact_threshold,
                 exact_fraction: o.exact_fraction,
                 ef_search: o.hnsw.ef_search,
             };
-            let (raw, path) = vector_search(&ann, plan::decide(shape, settings), &q, cands.as_ref(), candidates, want);
+            let (raw, path) = vector_search(&ann, plan::decide(shape, settings), q, cands.as_ref(), candidates, want);
             plan.path = path;
             let mut seen = std::collections::HashSet::new();
             for (id, score) in raw {
-                if seen.insert(id.doc()) {
+                if seen.insert(id.doc()) && semantic.len() < want {
                     semantic.push((id.doc(), score, id.chunk()));
                 }
             }
-            query_vec = Some(q);
+            // The route only chooses the candidates; every cosine is the exact one of the
+            // document's best chunk, so a document scores the same whichever route found it
+            // (the graph's distances differ in the last bits, and a graph still loading
+            // means the exact scan answers one search and the graph the next).
+            let docs: Vec<u64> = semantic.iter().map(|x| x.0).collect();
+            let exact = cosines(&ann, q, &docs);
+            for s in &mut semantic {
+                if let Some(&(cos, chunk)) = exact.get(&s.0) {
+                    (s.1, s.2) = (cos, chunk);
+                }
+            }
+            semantic.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            pool.background = ann.background(q, fuse::BACKGROUND_SAMPLE);
         }
-        let lexical_query =
-            (mode != SearchMode::Semantic).then(|| crate::lexical::LexicalQuery::parse(&self.query.text));
-        let lexical: Vec<(u64, f32)> = match (&lexical_query, &coll.lexical) {
-            (Some(q), Some(l)) => l.search(q, cands.clone().map(std::sync::Arc::new), want)?,
-            (Some(_), None) => {
+        let mut lexical: Vec<(u64, f32)> = Vec::new();
+        if mode != SearchMode::Semantic {
+            let Some(l) = &self.lexical else {
                 return Err(Error::InvalidArgument(
                     "this collection has no lexical index (CollectionOptions::lexical_index is off); use semantic mode"
                         .into(),
                 ));
-            }
-            (None, _) => Vec::new(),
+            };
+            let lq = crate::lexical::LexicalQuery::parse(&query.text);
+            (lexical, pool.lexical) = l.search(&lq, cands.clone().map(std::sync::Arc::new), want)?;
+        }
+        // Every candidate is scored on both signals in hybrid mode: the exact cosine of the
+        // documents only the lexical list found.
+        let lexical_only: Vec<u64> = {
+            let sem: std::collections::HashSet<u64> = semantic.iter().map(|x| x.0).collect();
+            lexical.iter().map(|x| x.0).filter(|d| !sem.contains(d)).collect()
         };
-        let cosines = match (&query_vec, mode, self.fusion) {
-            (Some(q), SearchMode::Hybrid, Fusion::Blend { .. }) => {
-                let only = fuse::lexical_only(&semantic, &lexical);
-                let ann = coll.ann.read().unwrap_or_else(|e| e.into_inner());
-                if only.is_empty() { Default::default() } else { cosines(&ann, q, &only) }
+        let cosines = match (vector, mode) {
+            (Some(q), SearchMode::Hybrid) if !lexical_only.is_empty() => {
+                cosines(&self.ann.read().unwrap_or_else(|e| e.into_inner()), q, &lexical_only)
             }
             _ => Default::default(),
         };
-        let ranked = fuse::rank(mode, self.fusion, &semantic, &lexical, &cosines);
-        let terms = lexical_query.as_ref().map(|q| q.terms()).unwrap_or_default();
+        let lex_rank: std::collections::HashMap<u64, (usize, f32)> =
+            lexical.iter().enumerate().map(|(r, &(d, s))| (d, (r + 1, s))).collect();
         let docs = tx.open_table(DOCS)?;
-        // Hybrid with context: load the pool, re-score, re-sort; otherwise the ranking stands.
-        let contextual = mode == SearchMode::Hybrid && self.context != Context::NONE;
-        let pool = if contextual { limit.max(50) } else { limit };
-        let mut loaded: Vec<(Document, f32, u32, Signals)> = Vec::with_capacity(pool);
-        for Ranked { doc, score, chunk, signals } in ranked {
-            // An index may run ahead of this read snapshot; such hits are skipped.
-            let Some(doc) = crate::store::get_doc(&docs, doc)? else { continue };
-            loaded.push((doc, score, chunk, signals));
-            if loaded.len() == pool {
-                break;
-            }
+        let mut push = |doc: u64, cos: Option<(f32, u32)>, sem_rank: Option<usize>| -> Result<()> {
+            // An index may run ahead of this read snapshot; such candidates are skipped.
+            let Some(d) = crate::store::get_doc(&docs, doc)? else { return Ok(()) };
+            let signals = Signals {
+                semantic: cos.map(|c| c.0),
+                semantic_rank: sem_rank,
+                lexical: lex_rank.get(&doc).map(|x| x.1),
+                lexical_rank: lex_rank.get(&doc).map(|x| x.0),
+                ..Default::default()
+            };
+            pool.candidates.push(fuse::Candidate { doc: d, chunk: cos.map_or(0, |c| c.1), signals });
+            Ok(())
+        };
+        for (r, &(doc, cos, chunk)) in semantic.iter().enumerate() {
+            push(doc, Some((cos, chunk)), Some(r + 1))?;
         }
-        if contextual {
-            with_context(&mut loaded, self.context);
+        for doc in lexical_only {
+            push(doc, cosines.get(&doc).copied(), None)?;
         }
-        let hits = loaded
-            .into_iter()
-            .take(limit)
-            .map(|(doc, score, chunk, signals)| {
-                let snippet =
-                    if signals.lexical.is_some() { crate::lexical::snippet(&doc.content, &terms, 160) } else { None };
-                Hit { doc, score, chunk, signals, snippet, plan }
-            })
-            .collect();
-        Ok(Hits { hits, plan })
+        Ok((pool, plan))
     }
 }
 

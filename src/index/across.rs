@@ -14,7 +14,7 @@ use crate::collection::Collection;
 use crate::doc::{DecisionStatus, DocBody, DocKind, Document};
 use crate::error::{Error, Result};
 use crate::index::{CollectionInfo, Index, Skipped};
-use crate::search::{Hit, Query};
+use crate::search::{Hit, Plan, Query, SearchMode};
 
 /// What a question over several collections found, and the collections it skipped.
 #[derive(Debug)]
@@ -131,18 +131,46 @@ impl Index {
         Ok(Across { found: out, skipped })
     }
 
-    /// Searches every readable collection of `project` (all when `None`) and merges the hits by
-    /// score, best first, at most `query.limit`.
+    /// Searches every readable collection of `project` (all when `None`) as one: each
+    /// collection contributes its candidates ([`crate::POOL_DEPTH`] per signal), and one
+    /// calibration ranks their union ([`crate::Ranking`]), so a score means the same in every
+    /// project and the first hits do not depend on `query.limit`. The query is embedded once
+    /// per model.
     pub fn search(&self, project: Option<&str>, query: &Query) -> Result<Across<Vec<ProjectHit>>> {
         query.validate()?;
+        let mut vectors: std::collections::HashMap<String, Vec<f32>> = std::collections::HashMap::new();
         let Across { found, skipped } = self.each(project, |info, c| {
-            let hits = c.query(query)?;
-            Ok(hits.into_iter().map(|hit| ProjectHit { project: info.project.clone(), hit }).collect::<Vec<_>>())
+            let mode = c.mode_for(query, false);
+            let vector = match mode {
+                SearchMode::Lexical => None,
+                _ => {
+                    let model = c.embedder().model_id().to_string();
+                    if !vectors.contains_key(&model) {
+                        vectors.insert(model.clone(), c.embedder().embed_one(&query.text)?);
+                    }
+                    vectors.get(&model).cloned()
+                }
+            };
+            let (pool, plan) = c.pool(query, mode, vector.as_deref(), Default::default())?;
+            Ok((info.project.clone(), mode, pool, plan))
         })?;
-        let mut all: Vec<ProjectHit> = found.into_iter().flatten().collect();
-        all.sort_by(|x, y| y.hit.score.total_cmp(&x.hit.score));
-        all.truncate(query.limit);
-        Ok(Across { found: all, skipped })
+        // Collections without a lexical index answer semantically; the union is ranked in the
+        // mode most of them ran.
+        let mode = query.mode.unwrap_or_else(|| {
+            if found.iter().all(|f| f.1 == SearchMode::Semantic) { SearchMode::Semantic } else { SearchMode::Hybrid }
+        });
+        let (names, plans): (Vec<String>, Vec<Plan>) = found.iter().map(|f| (f.0.clone(), f.3)).unzip();
+        let pools = found.into_iter().map(|f| f.2).collect();
+        let terms = crate::lexical::LexicalQuery::parse(&query.text).terms();
+        let hits = crate::search::fuse::rank(pools, mode, &query.ranking)
+            .into_iter()
+            .take(query.limit)
+            .map(|r| {
+                let (project, plan) = (names[r.pool].clone(), plans[r.pool]);
+                ProjectHit { project, hit: crate::collection::hit(r, mode, query, &terms, plan) }
+            })
+            .collect();
+        Ok(Across { found: hits, skipped })
     }
 
     /// Decisions matching `filter`, newest first, with their project.

@@ -18,6 +18,8 @@ use crate::ids::DocSet;
 pub use tokenize::{LexicalQuery, MAX_CLAUSES, analyze, snippet, tokens};
 use tokenize::{TOKENIZER, analyzer};
 
+use crate::search::LexicalScale;
+
 /// Bumped when the schema or the tokenizer changes: an index of another version is rebuilt.
 const FORMAT: &str = "lexical-1";
 
@@ -183,15 +185,16 @@ impl Lexical {
         Ok(out)
     }
 
-    /// The best `limit` documents for `q` among `allowed` (all when `None`): `(id, BM25)`.
+    /// The best `limit` documents for `q` among `allowed` (all when `None`): `(id, BM25)`, and
+    /// the query's [`LexicalScale`].
     pub(crate) fn search(
         &self,
         q: &LexicalQuery,
         allowed: Option<Arc<DocSet>>,
         limit: usize,
-    ) -> Result<Vec<(u64, f32)>> {
+    ) -> Result<(Vec<(u64, f32)>, LexicalScale)> {
         if q.is_empty() || limit == 0 {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), LexicalScale::default()));
         }
         let term = |t: &str| Term::from_field_text(self.text, t);
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
@@ -214,6 +217,7 @@ impl Lexical {
         }
         let query = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();
+        let scale = self.scale(&searcher, q)?;
         // tantivy allocates for `limit` hits up front: never more than there are documents.
         let limit = limit.min(searcher.num_docs().max(1) as usize);
         let top = TopDocs::with_limit(limit).order_by_score();
@@ -236,6 +240,38 @@ impl Lexical {
                 out.push((id, score));
             }
         }
-        Ok(out)
+        Ok((out, scale))
+    }
+
+    /// The query's [`LexicalScale`]: IDF (BM25's, `ln(1 + (N − n + 0.5) / (n + 0.5))`) summed over its
+    /// terms, each clause counted once (an identifier as its parts and as the whole word), and
+    /// over the terms of the clauses every hit must match.
+    fn scale(&self, searcher: &tantivy::Searcher, q: &LexicalQuery) -> Result<LexicalScale> {
+        let n = searcher.num_docs() as f32;
+        let idf = |t: &str| -> Result<f32> {
+            let df = searcher.doc_freq(&Term::from_field_text(self.text, t)).map_err(|e| tantivy_err(self.dir(), e))?;
+            let df = df as f32;
+            Ok((1.0 + (n - df + 0.5) / (df + 0.5)).ln())
+        };
+        let mut scale = LexicalScale::default();
+        for p in &q.phrases {
+            for (_, t) in p {
+                scale.required += idf(t)?;
+            }
+        }
+        for (whole, parts) in &q.identifiers {
+            scale.reference += idf(whole)?;
+            for (_, t) in parts {
+                scale.required += idf(t)?;
+            }
+        }
+        for t in &q.required {
+            scale.required += idf(t)?;
+        }
+        for t in &q.optional {
+            scale.reference += idf(t)?;
+        }
+        scale.reference += scale.required;
+        Ok(scale)
     }
 }

@@ -1,48 +1,87 @@
-//! Fusing rankings (pure): the semantic list (cosine), the lexical list (BM25) and, in hybrid
-//! mode, their blend or reciprocal-rank fusion, then the conversation context lift. Table-tested
-//! below; the planner that produces the lists is [`super::plan`].
+//! Ranking (pure): one order over the candidates of one collection or of many, with a score
+//! that means the same in every collection and does not depend on how many hits were asked
+//! for. Table-tested below; the candidates come from [`crate::Collection`], the planner that
+//! picks the vector side's route is [`super::plan`].
+//!
+//! Each collection contributes a [`Pool`]: its best [`POOL_DEPTH`] documents by cosine and by
+//! BM25 (or `limit` of each when more are asked for), every one scored on both signals, with a
+//! sample of how similar its documents are to the query at all ([`Background`]) and the BM25
+//! a document matching every query term once would get (the lexical reference). Then:
+//!
+//! 1. **Calibrate.** The semantic signal is the cosine's distance above the background of all
+//!    pools together, in standard deviations (`z`); the lexical signal is BM25 over its
+//!    collection's reference (the share of the query matched; a hit matching the quoted
+//!    phrases and identifiers the query requires has at least their share, however long it
+//!    is). Both are absolute: a flat list
+//!    of weak word matches stays weak, a confident cosine stays confident, whatever else is in
+//!    the pool.
+//! 2. **Fuse** ([`Fusion`]): by default `z + lexical_weight · share`.
+//! 3. **Context** ([`Context`]): a hit is lifted by the best score in its session and the
+//!    better of its two neighbouring messages, measured above the background.
+//! 4. **Recency** (optional, [`Recency`]).
+//! 5. **Fold** identical content of one session into its first hit.
+//!
+//! Semantic and lexical modes rank by their own calibrated signal. The readable
+//! [`Hit::relevance`](crate::Hit::relevance) is a logistic of the final score
+//! ([`relevance`]).
 
 use std::collections::HashMap;
 
-use crate::doc::Document;
+use crate::doc::{DecisionStatus, DocBody, Document};
 use crate::search::query::SearchMode;
 
-/// How hybrid search merges the semantic and the lexical ranking.
+/// How many documents each side (semantic, lexical) of each collection contributes to the
+/// pool, whatever the `limit` (unless `limit` is larger): the first `k` hits are the same for
+/// every `limit` from `k` up to this.
+pub const POOL_DEPTH: usize = 100;
+
+/// How many vectors of each collection the background sample holds.
+pub(crate) const BACKGROUND_SAMPLE: usize = 256;
+
+/// How hybrid search merges the semantic and the lexical signal.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fusion {
-    /// Reciprocal rank fusion: each list adds `1 / (k + rank)`.
-    Rrf {
-        /// The rank offset (60 in the original paper).
-        k: f32,
+    /// The calibrated sum (default): `z + lexical_weight · share`, where `z` is the cosine's
+    /// distance above the background in standard deviations and `share` the BM25 over the
+    /// query's reference (see the module documentation). Absolute: a document's score does
+    /// not depend on the other candidates.
+    Calibrated {
+        /// Weight of the lexical share; `0` ranks by meaning alone (then context applies).
+        lexical_weight: f32,
     },
-    /// Normalised score blend: `w · z(cos) + (1 − w) · z(bm25)`, z-scores over the union of
-    /// both candidate lists. Lexical candidates the semantic list missed get their exact
-    /// cosine, and semantic candidates the lexical index did not match have BM25 0, so every
-    /// candidate is scored on both signals.
+    /// The blend of z-scores over the pool: `w · z(cos) + (1 − w) · z(bm25)`, mean and spread
+    /// taken over the candidates. Relative to the pool; kept for comparison.
     Blend {
         /// Weight of the semantic score, 0–1.
         semantic_weight: f32,
     },
+    /// Reciprocal rank fusion over the pool: each signal adds `1 / (k + rank)`. Kept for
+    /// comparison.
+    Rrf {
+        /// The rank offset (60 in the original paper).
+        k: f32,
+    },
 }
 
 impl Default for Fusion {
-    /// The blend chosen on LoCoMo (see README).
+    /// Chosen on the development halves of three sets (README, «How results are ranked»).
     fn default() -> Self {
-        Fusion::Blend { semantic_weight: 0.5 }
+        Fusion::Calibrated { lexical_weight: DEFAULT_LEXICAL_WEIGHT }
     }
 }
 
-/// How hybrid search lets a hit's conversation lift it: a message whose session holds the
-/// strongest candidates, or whose neighbouring messages match too, is more likely what was asked
-/// for than an equally scored message alone (answers span turns; a topic lives in a session).
-/// Both weights multiply a fused score's distance above the weakest of the top candidates
-/// (`max(limit, 50)` of them), so they are independent of the fusion's scale, and a ranking
-/// does not depend on `limit` beyond that pool.
+const DEFAULT_LEXICAL_WEIGHT: f32 = 16.0;
+
+/// How hybrid search lets a hit's conversation lift it: a message whose session holds strong
+/// candidates, or whose neighbouring messages match too, is more likely what was asked for
+/// than an equally scored message alone (answers span turns; a topic lives in a session).
+/// Both weights multiply a score's distance above the background (calibrated fusion) or above
+/// the weakest candidate of the pool (the other fusions).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Context {
-    /// Weight of the best fused score in the hit's session (the hit itself included).
+    /// Weight of the best score in the hit's session (the hit itself included).
     pub session: f32,
-    /// Weight of the better fused score of the two adjacent messages (by message index).
+    /// Weight of the better score of the two adjacent messages (by message index).
     pub neighbours: f32,
 }
 
@@ -52,216 +91,558 @@ impl Context {
 }
 
 impl Default for Context {
-    /// Chosen on LoCoMo, checked on the Claude Code corpus cases (see README).
+    /// Chosen on the development halves of three sets (README, «How results are ranked»).
     fn default() -> Self {
         Context { session: 0.3, neighbours: 0.2 }
     }
 }
 
-/// Which signals matched a hit, and how.
+/// Optional preference for newer sessions: a hit's score (its distance above the background)
+/// is multiplied by `1 + weight · 2^(−age / half_life)`, age counted from `now`. An active
+/// decision counts as new whatever its age (it still holds); superseded and rejected
+/// decisions count as `−0.5` (they sink).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Recency {
+    /// Age at which the preference halves, in days. Default: 30.
+    pub half_life_days: f32,
+    /// How much a brand-new hit gains, as a share of its score. Default: 0.5.
+    pub weight: f32,
+    /// The time ages are counted from (milliseconds since the epoch). Default: now.
+    pub now_ms: i64,
+}
+
+impl Default for Recency {
+    fn default() -> Self {
+        Recency { half_life_days: 30.0, weight: 0.5, now_ms: chrono::Utc::now().timestamp_millis() }
+    }
+}
+
+/// How a search orders its hits: fusion, context, recency. Default: [`Fusion::default`],
+/// [`Context::default`], no recency.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Ranking {
+    /// How hybrid search merges the two signals.
+    pub fusion: Fusion,
+    /// How much a hybrid hit's session and neighbours lift it.
+    pub context: Context,
+    /// Prefer newer sessions (`None`: age does not matter).
+    pub recent: Option<Recency>,
+}
+
+/// Which signals matched a hit, and how: the raw values, their calibrated forms, and what
+/// context and recency added.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Signals {
     /// Cosine similarity of the best chunk, when semantic search ran.
     pub semantic: Option<f32>,
-    /// 1-based rank in the semantic list, when the document was in it.
+    /// 1-based rank in its collection's semantic list, when the document was in it.
     pub semantic_rank: Option<usize>,
     /// BM25 score, when the lexical index matched the document.
     pub lexical: Option<f32>,
-    /// 1-based rank in the lexical list.
+    /// 1-based rank in its collection's lexical list.
     pub lexical_rank: Option<usize>,
+    /// The cosine's distance above the background, in standard deviations.
+    pub semantic_z: Option<f32>,
+    /// BM25 over the query's reference: the share of the query matched (1 ≈ every term once).
+    pub lexical_share: Option<f32>,
+    /// What the hit's session and neighbours added to the score.
+    pub context: f32,
+    /// What recency added to the score.
+    pub recency: f32,
 }
 
-/// One ranked document before it is loaded: internal id, score, best chunk, signals.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Ranked {
-    pub(crate) doc: u64,
-    pub(crate) score: f32,
+/// How similar a collection's documents are to the query at all: moments of the query's
+/// cosine over a fixed sample, and how many vectors the sample stands for.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Background {
+    n: f64,
+    sum: f64,
+    sum_sq: f64,
+    weight: f64,
+}
+
+impl Background {
+    pub(crate) fn add(&mut self, cosine: f32) {
+        let c = f64::from(cosine);
+        self.n += 1.0;
+        self.sum += c;
+        self.sum_sq += c * c;
+    }
+
+    pub(crate) fn represents(&mut self, vectors: usize) {
+        self.weight = vectors as f64;
+    }
+
+    /// Mean and standard deviation of the mixture of several backgrounds, each weighted by the
+    /// vectors it stands for; `None` without any sample.
+    fn mixture(all: &[Background]) -> Option<(f32, f32)> {
+        let total: f64 = all.iter().filter(|b| b.n > 0.0).map(|b| b.weight.max(1.0)).sum();
+        if total == 0.0 {
+            return None;
+        }
+        let (mut mean, mut second) = (0.0, 0.0);
+        for b in all.iter().filter(|b| b.n > 0.0) {
+            let w = b.weight.max(1.0) / total;
+            mean += w * b.sum / b.n;
+            second += w * b.sum_sq / b.n;
+        }
+        let sd = (second - mean * mean).max(0.0).sqrt();
+        // A degenerate sample (one vector, identical vectors) must not divide by zero.
+        Some((mean as f32, (sd as f32).max(0.02)))
+    }
+}
+
+/// What calibrates a query's BM25 scores (used by the fusion below; the lexical index computes it): `reference` is
+/// what BM25 gives a document of average length containing every query term once, so
+/// `BM25 / reference` is the share of the query a document matches, comparable between queries
+/// and collections; `required` is the part of `reference` carried by the quoted phrases,
+/// identifiers and required terms, which every hit matches whatever its length.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct LexicalScale {
+    pub(crate) reference: f32,
+    pub(crate) required: f32,
+}
+
+/// One candidate document of a pool, its signals filled by the collection (raw cosine for
+/// every candidate when semantic search ran; BM25 where the lexical index matched).
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    pub(crate) doc: Document,
     pub(crate) chunk: u32,
     pub(crate) signals: Signals,
 }
 
-/// Documents of the lexical list that the semantic list lacks: blend fusion scores them by their
-/// exact cosine, which the caller computes.
-pub(crate) fn lexical_only(semantic: &[(u64, f32, u32)], lexical: &[(u64, f32)]) -> Vec<u64> {
-    let sem: std::collections::HashSet<u64> = semantic.iter().map(|x| x.0).collect();
-    lexical.iter().map(|x| x.0).filter(|d| !sem.contains(d)).collect()
+/// One collection's candidates and what calibrates them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Pool {
+    pub(crate) candidates: Vec<Candidate>,
+    pub(crate) background: Background,
+    /// How the query's BM25 scores calibrate (zero when lexical search did not run).
+    pub(crate) lexical: LexicalScale,
 }
 
-/// The ranking of one mode from its lists: `semantic` is `(doc, cosine, chunk)` best first,
-/// `lexical` `(doc, BM25)` best first, `cosines` the exact cosine `(score, chunk)` of the
-/// documents only the lexical list found (blend only).
-pub(crate) fn rank(
-    mode: SearchMode,
-    fusion: Fusion,
-    semantic: &[(u64, f32, u32)],
-    lexical: &[(u64, f32)],
-    cosines: &HashMap<u64, (f32, u32)>,
-) -> Vec<Ranked> {
-    let sem_rank: HashMap<u64, (usize, f32, u32)> =
-        semantic.iter().enumerate().map(|(r, &(d, s, c))| (d, (r + 1, s, c))).collect();
-    let lex_rank: HashMap<u64, (usize, f32)> = lexical.iter().enumerate().map(|(r, &(d, s))| (d, (r + 1, s))).collect();
-    let signals = |d: u64, cos: Option<f32>| Signals {
-        semantic: cos.or(sem_rank.get(&d).map(|x| x.1)),
-        semantic_rank: sem_rank.get(&d).map(|x| x.0),
-        lexical: lex_rank.get(&d).map(|x| x.1),
-        lexical_rank: lex_rank.get(&d).map(|x| x.0),
-    };
-    let ranked = |doc, score, chunk, signals| Ranked { doc, score, chunk, signals };
-    let mut out: Vec<Ranked> = Vec::new();
-    match mode {
-        SearchMode::Semantic => {
-            out.extend(semantic.iter().map(|&(d, s, c)| ranked(d, s, c, signals(d, None))));
+/// A ranked candidate: which pool it came from, the candidate, its final score, how many
+/// identical messages of its session were folded into it.
+#[derive(Debug, Clone)]
+pub(crate) struct Ranked {
+    pub(crate) pool: usize,
+    pub(crate) candidate: Candidate,
+    pub(crate) score: f32,
+    pub(crate) folded: usize,
+}
+
+/// Ranks the candidates of all pools as one list, best first, identical content of one
+/// session folded (see the module documentation).
+pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking) -> Vec<Ranked> {
+    let backgrounds: Vec<Background> = pools.iter().map(|p| p.background).collect();
+    let (mean, sd) = Background::mixture(&backgrounds).unwrap_or((0.0, 1.0));
+    let mut all: Vec<(usize, Candidate)> = Vec::new();
+    for (i, pool) in pools.into_iter().enumerate() {
+        let scale = pool.lexical;
+        for mut c in pool.candidates {
+            c.signals.semantic_z = c.signals.semantic.map(|cos| (cos - mean) / sd);
+            // A hit matched every phrase and identifier the query requires: at least their
+            // share, however long the document (BM25's length normalisation would otherwise
+            // make an exact identifier in a long message look like a weak match).
+            c.signals.lexical_share = match c.signals.lexical {
+                Some(bm25) if scale.reference > 0.0 => Some(bm25.max(scale.required) / scale.reference),
+                _ => None,
+            };
+            all.push((i, c));
         }
-        SearchMode::Lexical => {
-            out.extend(lexical.iter().map(|&(d, s)| ranked(d, s, 0, signals(d, None))));
-        }
-        SearchMode::Hybrid => {
-            let mut union: Vec<u64> = semantic.iter().map(|x| x.0).collect();
-            union.extend(lexical.iter().map(|x| x.0).filter(|d| !sem_rank.contains_key(d)));
-            match fusion {
-                Fusion::Rrf { k } => {
-                    for &d in &union {
-                        let score = sem_rank.get(&d).map_or(0.0, |x| 1.0 / (k + x.0 as f32))
-                            + lex_rank.get(&d).map_or(0.0, |x| 1.0 / (k + x.0 as f32));
-                        let chunk = sem_rank.get(&d).map_or(0, |x| x.2);
-                        out.push(ranked(d, score, chunk, signals(d, None)));
-                    }
-                }
-                Fusion::Blend { semantic_weight: w } => {
-                    let cos = |d: u64| -> Option<(f32, u32)> {
-                        sem_rank.get(&d).map(|x| (x.1, x.2)).or_else(|| cosines.get(&d).copied())
-                    };
-                    // z-scores over the candidates; a document the lexical index did not match
-                    // has BM25 0.
-                    let z = |v: &[f32]| {
-                        let n = v.len().max(1) as f32;
-                        let mean = v.iter().sum::<f32>() / n;
-                        let sd = (v.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / n).sqrt();
-                        (mean, sd.max(1e-6))
-                    };
-                    let cos_all: Vec<f32> = union.iter().filter_map(|&d| cos(d).map(|c| c.0)).collect();
-                    let bm25_all: Vec<f32> = union.iter().map(|d| lex_rank.get(d).map_or(0.0, |x| x.1)).collect();
-                    let ((cm, cs), (lm, ls)) = (z(&cos_all), z(&bm25_all));
-                    for (&d, &bm25) in union.iter().zip(&bm25_all) {
-                        let c = cos(d);
-                        let cz = c.map_or(0.0, |x| (x.0 - cm) / cs);
-                        let lz = (bm25 - lm) / ls;
-                        out.push(ranked(d, w * cz + (1.0 - w) * lz, c.map_or(0, |x| x.1), signals(d, c.map(|x| x.0))));
-                    }
-                }
+    }
+    let z = |c: &Candidate| c.signals.semantic_z.unwrap_or(0.0);
+    let share = |c: &Candidate| c.signals.lexical_share.unwrap_or(0.0);
+    let (mut scores, floor): (Vec<f32>, f32) = match mode {
+        SearchMode::Semantic => (all.iter().map(|(_, c)| z(c)).collect(), 0.0),
+        SearchMode::Lexical => (all.iter().map(|(_, c)| share(c)).collect(), 0.0),
+        SearchMode::Hybrid => match ranking.fusion {
+            Fusion::Calibrated { lexical_weight } => {
+                (all.iter().map(|(_, c)| z(c) + lexical_weight * share(c)).collect(), 0.0)
             }
-            out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+            Fusion::Blend { semantic_weight } => {
+                let cz = standardise(&all.iter().map(|(_, c)| z(c)).collect::<Vec<_>>());
+                let lz = standardise(&all.iter().map(|(_, c)| share(c)).collect::<Vec<_>>());
+                let s: Vec<f32> =
+                    cz.iter().zip(&lz).map(|(c, l)| semantic_weight * c + (1.0 - semantic_weight) * l).collect();
+                let floor = s.iter().copied().reduce(f32::min).unwrap_or(0.0);
+                (s, floor)
+            }
+            Fusion::Rrf { k } => {
+                let sem = ranks(&all, |c| c.signals.semantic_z);
+                let lex = ranks(&all, |c| c.signals.lexical_share);
+                let s: Vec<f32> = (0..all.len())
+                    .map(|i| {
+                        sem[i].map_or(0.0, |r| 1.0 / (k + r as f32)) + lex[i].map_or(0.0, |r| 1.0 / (k + r as f32))
+                    })
+                    .collect();
+                let floor = s.iter().copied().reduce(f32::min).unwrap_or(0.0);
+                (s, floor)
+            }
+        },
+    };
+    if mode == SearchMode::Hybrid && ranking.context != Context::NONE {
+        let lifts = context_lifts(&all, &scores, floor, ranking.context);
+        for ((s, lift), (_, c)) in scores.iter_mut().zip(lifts).zip(all.iter_mut()) {
+            *s += lift;
+            c.signals.context = lift;
+        }
+    }
+    if let Some(r) = ranking.recent {
+        for (s, (_, c)) in scores.iter_mut().zip(all.iter_mut()) {
+            let gain = (*s - floor).abs() * r.weight * freshness(&c.doc, r);
+            *s += gain;
+            c.signals.recency = gain;
+        }
+    }
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    // Ties broken by collection, then document id: the same order on every run and limit.
+    order.sort_by(|&a, &b| {
+        scores[b].total_cmp(&scores[a]).then(all[a].0.cmp(&all[b].0)).then(all[a].1.doc.id.cmp(&all[b].1.doc.id))
+    });
+    let mut slots: Vec<Option<(usize, Candidate)>> = all.into_iter().map(Some).collect();
+    let mut out: Vec<Ranked> = Vec::with_capacity(order.len());
+    let mut first_of: HashMap<(usize, String, String), usize> = HashMap::new();
+    for i in order {
+        let Some((pool, candidate)) = slots[i].take() else { continue };
+        let key = (pool, candidate.doc.session_id.clone(), fold_key(&candidate.doc.content));
+        match first_of.get(&key) {
+            Some(&at) => out[at].folded += 1,
+            None => {
+                first_of.insert(key, out.len());
+                out.push(Ranked { pool, candidate, score: scores[i], folded: 0 });
+            }
         }
     }
     out
 }
 
-/// Adds the [`Context`] terms to fused scores and re-sorts (stable for equal scores).
-pub(crate) fn with_context(pool: &mut [(Document, f32, u32, Signals)], context: Context) {
-    use std::collections::HashMap;
-    let Some(floor) = pool.iter().map(|x| x.1).reduce(f32::min) else { return };
+/// Content as compared for folding: whitespace runs collapsed, case kept.
+fn fold_key(content: &str) -> String {
+    content.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `(x − mean) / sd` of each value.
+fn standardise(v: &[f32]) -> Vec<f32> {
+    let n = v.len().max(1) as f32;
+    let mean = v.iter().sum::<f32>() / n;
+    let sd = (v.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / n).sqrt().max(1e-6);
+    v.iter().map(|x| (x - mean) / sd).collect()
+}
+
+/// 1-based rank of each candidate by a signal (`None` where it is absent), best first.
+fn ranks(all: &[(usize, Candidate)], signal: impl Fn(&Candidate) -> Option<f32>) -> Vec<Option<usize>> {
+    let mut present: Vec<(usize, f32)> =
+        all.iter().enumerate().filter_map(|(i, (_, c))| signal(c).map(|s| (i, s))).collect();
+    present.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out = vec![None; all.len()];
+    for (r, (i, _)) in present.into_iter().enumerate() {
+        out[i] = Some(r + 1);
+    }
+    out
+}
+
+/// What each candidate's session and neighbours add (see [`Context`]).
+fn context_lifts(all: &[(usize, Candidate)], scores: &[f32], floor: f32, context: Context) -> Vec<f32> {
     let position = |d: &Document| match &d.body {
-        crate::doc::DocBody::Message(m) => Some(m.message_index),
+        DocBody::Message(m) => Some(m.message_index),
         _ => None,
     };
-    let mut best: HashMap<&str, f32> = HashMap::new();
-    let mut at: HashMap<(&str, u64), f32> = HashMap::new();
-    for (d, s, ..) in pool.iter() {
-        let b = best.entry(d.session_id.as_str()).or_insert(floor);
-        *b = b.max(*s);
-        if let Some(i) = position(d) {
-            at.insert((d.session_id.as_str(), i), *s);
+    let mut best: HashMap<(usize, &str), f32> = HashMap::new();
+    let mut at: HashMap<(usize, &str, u64), f32> = HashMap::new();
+    for ((pool, c), &s) in all.iter().zip(scores) {
+        let b = best.entry((*pool, c.doc.session_id.as_str())).or_insert(floor);
+        *b = b.max(s);
+        if let Some(i) = position(&c.doc) {
+            at.insert((*pool, c.doc.session_id.as_str(), i), s);
         }
     }
-    let boosts: Vec<f32> = pool
-        .iter()
-        .map(|(d, ..)| {
-            let session = best[d.session_id.as_str()] - floor;
-            let neighbour = position(d).map_or(0.0, |i| {
-                let around = [i.checked_sub(1), i.checked_add(1)];
-                around
+    all.iter()
+        .map(|(pool, c)| {
+            let session = c.doc.session_id.as_str();
+            let in_session = (best[&(*pool, session)] - floor).max(0.0);
+            let neighbour = position(&c.doc).map_or(0.0, |i| {
+                [i.checked_sub(1), i.checked_add(1)]
                     .into_iter()
                     .flatten()
-                    .filter_map(|j| at.get(&(d.session_id.as_str(), j)))
+                    .filter_map(|j| at.get(&(*pool, session, j)))
                     .fold(floor, |a, &b| a.max(b))
                     - floor
             });
-            context.session * session + context.neighbours * neighbour
+            context.session * in_session + context.neighbours * neighbour.max(0.0)
         })
-        .collect();
-    for (x, b) in pool.iter_mut().zip(boosts) {
-        x.1 += b;
-    }
-    pool.sort_by(|a, b| b.1.total_cmp(&a.1));
+        .collect()
 }
+
+/// `2^(−age / half_life)`; 1 for an active decision, −0.5 for a superseded or rejected one.
+fn freshness(doc: &Document, r: Recency) -> f32 {
+    if let DocBody::Decision(d) = &doc.body {
+        return if d.status == DecisionStatus::Active { 1.0 } else { -0.5 };
+    }
+    let age_days = (r.now_ms - doc.timestamp.timestamp_millis()).max(0) as f32 / 86_400_000.0;
+    0.5f32.powf(age_days / r.half_life_days.max(1e-3))
+}
+
+/// The readable relevance of a final score, 0–100: `100 / (1 + e^−(a·score + b))`, with `a`
+/// and `b` fitted per mode on the development halves of the evaluation sets, so that among
+/// hits shown with relevance around `r`, roughly `r`% were an answer to the question on the
+/// held-out halves (README, «How results are ranked»). Blend and RRF scores are relative to
+/// their pool: their relevance uses the calibrated signals with the default fusion.
+pub(crate) fn relevance(mode: SearchMode, fusion: Fusion, signals: &Signals, score: f32) -> u8 {
+    let (a, b) = match mode {
+        SearchMode::Semantic => RELEVANCE_SEMANTIC,
+        SearchMode::Lexical => RELEVANCE_LEXICAL,
+        SearchMode::Hybrid => RELEVANCE_HYBRID,
+    };
+    let score = match (mode, fusion) {
+        (SearchMode::Hybrid, Fusion::Blend { .. } | Fusion::Rrf { .. }) => {
+            signals.semantic_z.unwrap_or(0.0)
+                + DEFAULT_LEXICAL_WEIGHT * signals.lexical_share.unwrap_or(0.0)
+                + signals.context
+        }
+        _ => score,
+    };
+    let p = 1.0 / (1.0 + (-(a * score + b)).exp());
+    (100.0 * p).round().clamp(0.0, 100.0) as u8
+}
+
+// Fitted by `cargo run --release --example ranking -- --fit` on the development halves
+// (2026-11-23, all-MiniLM-L6-v2 int8); refit when the model or the fusion changes.
+const RELEVANCE_SEMANTIC: (f32, f32) = (0.616, -4.409);
+const RELEVANCE_LEXICAL: (f32, f32) = (1.575, -1.978);
+const RELEVANCE_HYBRID: (f32, f32) = (0.056, -1.857);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::doc::Role;
 
-    fn pool(rows: &[(&str, u64, f32)]) -> Vec<(Document, f32, u32, Signals)> {
-        rows.iter()
-            .map(|&(s, i, score)| {
-                (Document::message(s, &format!("{s}-{i}"), i, Role::User, "x"), score, 0, Signals::default())
-            })
-            .collect()
+    fn cand(session: &str, index: u64, cos: Option<f32>, bm25: Option<f32>) -> Candidate {
+        let content = format!("{session} message {index}");
+        let doc = Document::message(session, &format!("{session}-{index}"), index, Role::User, &content);
+        Candidate { doc, chunk: 0, signals: Signals { semantic: cos, lexical: bm25, ..Default::default() } }
     }
 
-    fn order(p: &[(Document, f32, u32, Signals)]) -> Vec<(String, u64)> {
-        p.iter()
-            .map(|(d, ..)| match &d.body {
-                crate::doc::DocBody::Message(m) => (d.session_id.clone(), m.message_index),
-                _ => unreachable!(),
-            })
-            .collect()
+    /// A background of mean 0.1 and spread 0.1 standing for 1000 vectors.
+    fn background() -> Background {
+        let mut b = Background::default();
+        for c in [0.0, 0.2] {
+            b.add(c);
+        }
+        b.represents(1000);
+        b
+    }
+
+    fn pool(candidates: Vec<Candidate>) -> Pool {
+        Pool { candidates, background: background(), lexical: LexicalScale { reference: 10.0, required: 0.0 } }
+    }
+
+    fn order(r: &[Ranked]) -> Vec<String> {
+        r.iter().map(|x| x.candidate.doc.content.split(" message ").collect::<Vec<_>>().join(":")).collect()
+    }
+
+    const NO_CONTEXT: Ranking = Ranking {
+        fusion: Fusion::Calibrated { lexical_weight: DEFAULT_LEXICAL_WEIGHT },
+        context: Context::NONE,
+        recent: None,
+    };
+
+    #[test]
+    fn each_mode_ranks_by_its_calibrated_signal() {
+        let p = || {
+            pool(vec![
+                cand("a", 1, Some(0.6), None),
+                cand("a", 2, Some(0.3), Some(9.0)),
+                cand("b", 1, Some(0.1), Some(4.0)),
+            ])
+        };
+        let s = rank(vec![p()], SearchMode::Semantic, &NO_CONTEXT);
+        assert_eq!(order(&s), ["a:1", "a:2", "b:1"]);
+        assert!((s[0].score - 5.0).abs() < 1e-4, "z = (0.6 − 0.1) / 0.1: {}", s[0].score);
+        assert_eq!(s[0].candidate.signals.semantic_z, Some(s[0].score));
+        let l = rank(vec![p()], SearchMode::Lexical, &NO_CONTEXT);
+        assert_eq!(order(&l)[..2], ["a:2", "b:1"]);
+        assert!((l[0].score - 0.9).abs() < 1e-6, "share = 9 / 10");
+        let h = rank(vec![p()], SearchMode::Hybrid, &NO_CONTEXT);
+        // a:2: z 2 + 16 · 0.9 = 16.4, b:1: z 0 + 16 · 0.4 = 6.4, a:1: z 5 with no word matched.
+        assert_eq!(order(&h), ["a:2", "b:1", "a:1"]);
+        assert!((h[0].score - 16.4).abs() < 1e-4, "{}", h[0].score);
     }
 
     #[test]
-    fn each_mode_ranks_by_its_signal_and_hybrid_fuses_both() {
-        let semantic = [(1, 0.9, 2), (2, 0.5, 0), (3, 0.4, 0)];
-        let lexical = [(3, 12.0), (4, 8.0)];
-        let cos: HashMap<u64, (f32, u32)> = [(4, (0.45, 1))].into_iter().collect();
-        let order = |r: &[Ranked]| r.iter().map(|x| x.doc).collect::<Vec<_>>();
-        let s = rank(SearchMode::Semantic, Fusion::default(), &semantic, &lexical, &cos);
-        assert_eq!(order(&s), [1, 2, 3]);
-        assert_eq!((s[0].chunk, s[0].signals.semantic_rank, s[2].signals.lexical_rank), (2, Some(1), Some(1)));
-        let l = rank(SearchMode::Lexical, Fusion::default(), &semantic, &lexical, &cos);
-        assert_eq!(order(&l), [3, 4]);
-        assert_eq!(lexical_only(&semantic, &lexical), [4]);
-        let h = rank(SearchMode::Hybrid, Fusion::default(), &semantic, &lexical, &cos);
-        assert_eq!(h.len(), 4, "the union of both lists");
-        // Doc 1 has the best cosine by far; doc 3, matched by both sides, comes next; doc 2, a
-        // weaker cosine with no word match, comes last.
-        assert_eq!(order(&h), [1, 3, 4, 2], "{h:?}");
-        let d4 = h.iter().find(|x| x.doc == 4).unwrap();
-        assert_eq!((d4.chunk, d4.signals.semantic), (1, Some(0.45)), "lexical-only hits get their exact cosine");
-        let r = rank(SearchMode::Hybrid, Fusion::Rrf { k: 60.0 }, &semantic, &lexical, &cos);
-        assert_eq!(r[0].doc, 3, "first in lexical, third in semantic: {r:?}");
-        assert!((r[0].score - (1.0 / 63.0 + 1.0 / 61.0)).abs() < 1e-6);
+    fn a_flat_lexical_list_does_not_bury_a_confident_cosine() {
+        // One strong semantic match that no word matches, and forty documents near the
+        // background whose words match a twentieth to a seventh of the query (shared common
+        // words, unrelated bigrams).
+        let mut c = vec![cand("answer", 1, Some(0.75), None)];
+        c.extend((0..40).map(|i| cand("noise", i, Some(0.05 + i as f32 * 0.008), Some(0.5 + i as f32 * 0.025))));
+        let h = rank(vec![pool(c.clone())], SearchMode::Hybrid, &NO_CONTEXT);
+        assert_eq!(order(&h)[0], "answer:1");
+        // The pool-relative blend buries it: the absent BM25 is far below the pool's mean.
+        let blend = Ranking { fusion: Fusion::Blend { semantic_weight: 0.5 }, ..NO_CONTEXT };
+        let b = rank(vec![pool(c)], SearchMode::Hybrid, &blend);
+        assert_ne!(order(&b)[0], "answer:1", "the failure the calibrated fusion removes");
+    }
+
+    #[test]
+    fn scores_do_not_depend_on_the_other_candidates() {
+        let alone = rank(vec![pool(vec![cand("a", 1, Some(0.5), Some(1.0))])], SearchMode::Hybrid, &NO_CONTEXT);
+        let a1 =
+            |r: &[Ranked]| r.iter().find(|r| r.pool == 0 && r.candidate.doc.content == "a message 1").unwrap().score;
+        let crowd = rank(
+            vec![pool(vec![cand("a", 1, Some(0.5), Some(1.0)), cand("a", 7, Some(0.2), Some(20.0))])],
+            SearchMode::Hybrid,
+            &NO_CONTEXT,
+        );
+        assert_eq!(alone[0].score, a1(&crowd), "exactly");
+        // Another collection with the same background: the same calibration, one order.
+        let two = rank(
+            vec![pool(vec![cand("a", 1, Some(0.5), Some(1.0))]), pool(vec![cand("z", 1, Some(0.9), None)])],
+            SearchMode::Hybrid,
+            &NO_CONTEXT,
+        );
+        assert!((alone[0].score - a1(&two)).abs() < 1e-4);
+        assert_eq!((order(&two)[0].as_str(), two[0].pool), ("z:1", 1), "one order across pools");
+        // Backgrounds are mixed into one for the whole search: a collection whose documents
+        // are all closer to the query raises the background for every collection alike, so
+        // within one search the semantic order is the cosine order.
+        let mut near = Background::default();
+        for c in [0.5, 0.7] {
+            near.add(c);
+        }
+        near.represents(1000);
+        let shifted = rank(
+            vec![
+                pool(vec![cand("a", 1, Some(0.5), None)]),
+                Pool {
+                    candidates: vec![cand("n", 1, Some(0.6), None)],
+                    background: near,
+                    lexical: LexicalScale { reference: 1.0, required: 0.0 },
+                },
+            ],
+            SearchMode::Semantic,
+            &NO_CONTEXT,
+        );
+        assert_eq!(order(&shifted), ["n:1", "a:1"], "one background for all: cosine order within a search");
+    }
+
+    #[test]
+    fn a_required_match_keeps_its_share_in_a_long_document() {
+        // An identifier query: the parts carry 6 of the reference's 10. A long message that
+        // contains it scores a low BM25; it still matched what was required.
+        let scale = LexicalScale { reference: 10.0, required: 6.0 };
+        let long = cand("a", 1, Some(0.1), Some(1.5));
+        let short = cand("a", 2, Some(0.1), Some(9.0));
+        let r = rank(
+            vec![Pool { candidates: vec![long, short], background: background(), lexical: scale }],
+            SearchMode::Lexical,
+            &NO_CONTEXT,
+        );
+        assert_eq!(r.iter().map(|r| r.candidate.signals.lexical_share).collect::<Vec<_>>(), [Some(0.9), Some(0.6)]);
+        // Without required clauses, the share is the BM25's.
+        let free = rank(vec![pool(vec![cand("a", 1, Some(0.1), Some(1.5))])], SearchMode::Lexical, &NO_CONTEXT);
+        assert_eq!(free[0].candidate.signals.lexical_share, Some(0.15));
     }
 
     #[test]
     fn context_lifts_hits_whose_session_and_neighbours_match() {
-        // b:7 scores a little above a:3, but a:3 sits next to a:4 in the session that holds the
-        // best candidate.
-        let rows = [("a", 10, 2.0), ("b", 7, 1.05), ("a", 3, 1.0), ("a", 4, 0.9), ("c", 1, 0.0)];
-        let mut p = pool(&rows);
-        with_context(&mut p, Context::NONE);
-        assert_eq!(order(&p)[1], ("b".into(), 7), "no context: the fused order stands");
-        let mut p = pool(&rows);
-        with_context(&mut p, Context::default());
-        let o = order(&p);
-        assert_eq!(o[0], ("a".into(), 10));
-        assert_eq!(o[1], ("a".into(), 3), "{o:?}");
-        assert_eq!(o.last().unwrap(), &("c".into(), 1), "the floor gets no lift");
-        // Neighbours only: a:3 and a:4 lift each other; a lone strong hit keeps its place.
-        let mut p = pool(&rows);
-        with_context(&mut p, Context { session: 0.0, neighbours: 0.2 });
-        let o = order(&p);
-        assert_eq!(o[0], ("a".into(), 10));
-        assert_eq!(o[1], ("a".into(), 3), "{o:?}");
-        // Empty pools are fine.
-        with_context(&mut [], Context::default());
+        // b:7 scores a little above a:3, but a:3 sits next to a:4 in the session that holds
+        // the best candidate.
+        let p = || {
+            pool(vec![
+                cand("a", 10, Some(0.9), None),
+                cand("b", 7, Some(0.405), None),
+                cand("a", 3, Some(0.4), None),
+                cand("a", 4, Some(0.35), None),
+                cand("c", 1, Some(0.05), None),
+            ])
+        };
+        let none = rank(vec![p()], SearchMode::Hybrid, &NO_CONTEXT);
+        assert_eq!(order(&none)[1], "b:7", "no context: the fused order stands");
+        let with = rank(vec![p()], SearchMode::Hybrid, &Ranking::default());
+        assert_eq!(order(&with)[..2], ["a:10", "a:3"]);
+        let c1 = with.iter().find(|r| r.candidate.doc.session_id == "c").unwrap();
+        assert_eq!(c1.candidate.signals.context, 0.0, "below the background: no lift");
+        // Sessions are told apart by collection: the same session id in another pool does not lift.
+        let other = pool(vec![cand("b", 8, Some(0.9), None)]);
+        let two = rank(vec![p(), other], SearchMode::Hybrid, &Ranking::default());
+        let b7 = two.iter().find(|r| r.pool == 0 && r.candidate.doc.session_id == "b").unwrap();
+        assert_eq!(b7.score, with.iter().find(|r| r.candidate.doc.session_id == "b").unwrap().score);
+        assert!(rank(vec![], SearchMode::Hybrid, &Ranking::default()).is_empty());
+    }
+
+    #[test]
+    fn identical_content_of_one_session_is_folded() {
+        let mut twice = cand("a", 2, Some(0.5), None);
+        twice.doc.content = "a message   1".into();
+        let other_session = {
+            let mut c = cand("b", 1, Some(0.5), None);
+            c.doc.content = "a message 1".into();
+            c
+        };
+        let r = rank(
+            vec![pool(vec![cand("a", 1, Some(0.5), None), twice, other_session])],
+            SearchMode::Semantic,
+            &NO_CONTEXT,
+        );
+        assert_eq!(r.len(), 2, "{:?}", order(&r));
+        assert_eq!(r[0].folded, 1);
+        assert_eq!(r[1].candidate.doc.session_id, "b", "another session's copy stays");
+    }
+
+    #[test]
+    fn recency_prefers_new_sessions_but_not_over_active_decisions() {
+        let now = chrono::Utc::now();
+        let mut old = cand("old", 1, Some(0.5), None);
+        old.doc.timestamp = now - chrono::Duration::days(365);
+        let mut new = cand("new", 1, Some(0.48), None);
+        new.doc.timestamp = now;
+        let recent =
+            Ranking { recent: Some(Recency { now_ms: now.timestamp_millis(), ..Recency::default() }), ..NO_CONTEXT };
+        let plain = rank(vec![pool(vec![old.clone(), new.clone()])], SearchMode::Semantic, &NO_CONTEXT);
+        assert_eq!(order(&plain)[0], "old:1");
+        let r = rank(vec![pool(vec![old.clone(), new.clone()])], SearchMode::Semantic, &recent);
+        assert_eq!(order(&r)[0], "new:1");
+        assert!(r[0].candidate.signals.recency > 0.0);
+        // An old active decision keeps its place; a superseded one sinks.
+        let decision = |status| {
+            let mut d = Document::message("old", "d", 0, Role::Assistant, "use redb");
+            d.timestamp = now - chrono::Duration::days(365);
+            d.body = DocBody::Decision(crate::doc::DecisionFields {
+                summary: "use redb".into(),
+                alternatives: vec![],
+                reasoning: None,
+                confidence: 0.9,
+                source_message_uuid: "d".into(),
+                status,
+                superseded_by: None,
+                supersedes: vec![],
+            });
+            Candidate { doc: d, chunk: 0, signals: Signals { semantic: Some(0.5), ..Default::default() } }
+        };
+        let r = rank(vec![pool(vec![decision(DecisionStatus::Active), new.clone()])], SearchMode::Semantic, &recent);
+        assert!(matches!(r[0].candidate.doc.body, DocBody::Decision(_)));
+        let r = rank(vec![pool(vec![decision(DecisionStatus::Superseded), new])], SearchMode::Semantic, &recent);
+        assert!(matches!(r[1].candidate.doc.body, DocBody::Decision(_)));
+    }
+
+    #[test]
+    fn relevance_is_monotone_and_bounded() {
+        let s = Signals::default();
+        for mode in [SearchMode::Semantic, SearchMode::Lexical, SearchMode::Hybrid] {
+            let values: Vec<u8> = [-50.0, -5.0, 0.0, 3.0, 6.0, 9.0, 20.0, 200.0]
+                .iter()
+                .map(|&x| relevance(mode, Fusion::default(), &s, x))
+                .collect();
+            assert!(values.windows(2).all(|w| w[0] <= w[1]), "{mode:?}: {values:?}");
+            assert!(values[0] < 5 && values[7] > 95, "{mode:?}: {values:?}");
+        }
+        // Blend and RRF scores are relative to their pool: their relevance reads the signals.
+        let strong = Signals { semantic_z: Some(8.0), lexical_share: Some(1.0), ..Default::default() };
+        let blend = Fusion::Blend { semantic_weight: 0.5 };
+        assert_eq!(
+            relevance(SearchMode::Hybrid, blend, &strong, -1.0),
+            relevance(SearchMode::Hybrid, Fusion::default(), &strong, 8.0 + DEFAULT_LEXICAL_WEIGHT)
+        );
     }
 }

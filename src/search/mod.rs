@@ -8,7 +8,8 @@ pub(crate) mod plan;
 pub mod query;
 
 use crate::doc::Document;
-pub use fuse::{Context, Fusion, Signals};
+pub(crate) use fuse::{Background, LexicalScale};
+pub use fuse::{Context, Fusion, POOL_DEPTH, Ranking, Recency, Signals};
 pub use plan::{Plan, PlanPath};
 pub use query::{Filter, MAX_LIMIT, MAX_QUERY_BYTES, Query, SearchMode};
 
@@ -17,8 +18,16 @@ pub use query::{Filter, MAX_LIMIT, MAX_QUERY_BYTES, Query, SearchMode};
 pub struct Hit {
     /// The document (a message once, whichever of its chunks matched).
     pub doc: Document,
-    /// The ranking score: cosine (semantic), BM25 (lexical) or the fused score (hybrid).
+    /// The ranking score: the cosine's distance above the background in standard deviations
+    /// (semantic), the share of the query matched (lexical), their fusion with context
+    /// (hybrid); see [`Ranking`]. Comparable across collections of one search.
     pub score: f32,
+    /// The score as a person reads it, 0–100: roughly the percentage of hits shown with this
+    /// relevance that answered the question on held-out evaluation sets.
+    pub relevance: u8,
+    /// How many other messages of the same session with identical content were folded into
+    /// this hit.
+    pub folded: usize,
     /// Index of the best-matching chunk (0 when only the lexical index matched).
     pub chunk: u32,
     /// Which signals matched.

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 
 use crate::doc::DocKind;
 use crate::error::{Error, Result};
+use crate::search::fuse::{Fusion, Ranking};
 
 /// The most hits one search returns ([`Query::limit`]); more is [`Error::LimitTooLarge`].
 pub const MAX_LIMIT: usize = 1000;
@@ -165,14 +166,17 @@ pub struct Query {
     /// How the text is matched. Default: `None`, hybrid (semantic when the collection has no
     /// lexical index).
     pub mode: Option<SearchMode>,
-    /// Hits at most, 1 to [`MAX_LIMIT`]. Default: 10.
+    /// Hits at most, 1 to [`MAX_LIMIT`]. Default: 10. The first `k` hits do not depend on the
+    /// limit (up to [`crate::POOL_DEPTH`]).
     pub limit: usize,
+    /// How hits are ordered. Default: [`Ranking::default`].
+    pub ranking: Ranking,
 }
 
 impl Query {
     /// A query for `text` with no filter, the default mode and 10 hits.
     pub fn new(text: impl Into<String>) -> Query {
-        Query { text: text.into(), filter: Filter::default(), mode: None, limit: 10 }
+        Query { text: text.into(), filter: Filter::default(), mode: None, limit: 10, ranking: Ranking::default() }
     }
 
     /// Checks the query; the error says what to fix.
@@ -184,8 +188,42 @@ impl Query {
             return Err(Error::QueryTooLong { bytes: self.text.len(), max: MAX_QUERY_BYTES });
         }
         validate_limit(self.limit)?;
+        validate_ranking(&self.ranking)?;
         self.filter.validate()
     }
+}
+
+/// Checks a [`Ranking`]'s parameters; the error says what to fix.
+pub(crate) fn validate_ranking(r: &Ranking) -> Result<()> {
+    let bad = |what: &str, v: f32, range: &str| {
+        Err(Error::InvalidArgument(format!("{what} must be a number {range}, got {v}")))
+    };
+    match r.fusion {
+        Fusion::Rrf { k } if !(k > 0.0 && k.is_finite()) => return bad("RRF k", k, "above 0"),
+        Fusion::Blend { semantic_weight: w } if !(0.0..=1.0).contains(&w) => {
+            return bad("the blend weight", w, "within 0..=1");
+        }
+        Fusion::Calibrated { lexical_weight: w } if !(0.0..=100.0).contains(&w) => {
+            return bad("the lexical weight", w, "within 0..=100");
+        }
+        _ => {}
+    }
+    for (what, v) in
+        [("the session context weight", r.context.session), ("the neighbour context weight", r.context.neighbours)]
+    {
+        if !(0.0..=10.0).contains(&v) {
+            return bad(what, v, "within 0..=10");
+        }
+    }
+    if let Some(rec) = r.recent {
+        if !(rec.half_life_days > 0.0 && rec.half_life_days.is_finite()) {
+            return bad("the recency half-life (days)", rec.half_life_days, "above 0");
+        }
+        if !(0.0..=10.0).contains(&rec.weight) {
+            return bad("the recency weight", rec.weight, "within 0..=10");
+        }
+    }
+    Ok(())
 }
 
 /// A limit of 1 to [`MAX_LIMIT`].
@@ -235,5 +273,13 @@ mod tests {
         inverted.filter.until = DateTime::from_timestamp_millis(5);
         assert!(matches!(inverted.validate(), Err(Error::InvertedTimeRange { .. })));
         assert!("HYBRID".parse::<SearchMode>().is_ok() && "x".parse::<SearchMode>().is_err());
+        let mut r = Query::new("x");
+        r.ranking.fusion = Fusion::Rrf { k: f32::NAN };
+        assert!(matches!(r.validate(), Err(Error::InvalidArgument(m)) if m.contains("RRF k")));
+        r.ranking = Ranking {
+            recent: Some(crate::Recency { half_life_days: 0.0, ..Default::default() }),
+            ..Default::default()
+        };
+        assert!(matches!(r.validate(), Err(Error::InvalidArgument(m)) if m.contains("half-life")));
     }
 }

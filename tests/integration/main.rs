@@ -21,6 +21,7 @@ mod fuzz;
 mod import;
 mod mcp;
 mod model_ops;
+mod ranking;
 mod real_search;
 mod robustness;
 mod runs;

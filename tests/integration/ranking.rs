@@ -1,0 +1,167 @@
+//! The ranking's promises, over a multi-collection index with the real ranking code (the hash
+//! embedder stands in for the model: the promises are about the ranking, not about meaning):
+//! the first `k` hits at `limit = k` are the first `k` at `limit = 50`, with identical scores,
+//! for random queries, filters, modes and rankings; identical messages of one session fold
+//! into one hit; every hit carries a relevance from 0 to 100 that falls with the score.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use convdex::{CollectionOptions, DocKind, Document, Index, Options, Query, Ranking, Recency, SearchMode};
+use proptest::prelude::*;
+
+const WORDS: [&str; 24] = [
+    "redb",
+    "tantivy",
+    "parser",
+    "token",
+    "expiry",
+    "login",
+    "checkout",
+    "cache",
+    "索引",
+    "数据库",
+    "검색",
+    "テスト",
+    "hnsw",
+    "vector",
+    "commit",
+    "branch",
+    "deploy",
+    "timeout",
+    "retry",
+    "schema",
+    "migration",
+    "panic",
+    "offset",
+    "path",
+];
+
+/// Four projects of three sessions, messages drawn from `WORDS`, every fifth message repeated in
+/// its session. The exact threshold is low, so unfiltered searches walk the graph and filtered
+/// ones scan.
+fn index(dir: &std::path::Path) -> Index {
+    let small = CollectionOptions { exact_threshold: 64, ..Default::default() };
+    let opts = Options::default().embedder(Arc::new(convdex::HashEmbedder::default())).collection(small);
+    let index = Index::open(dir, opts).unwrap();
+    let mut seed = 7u64;
+    let mut next = move || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 33) as usize
+    };
+    for project in ["alpha", "ベータ", "gamma-項目", "delta"] {
+        let coll = index.collection("t", project).unwrap();
+        let mut docs = Vec::new();
+        for s in 0..3 {
+            let session = format!("{project}-s{s}");
+            for i in 0..40u64 {
+                let text = if i % 5 == 4 {
+                    docs.last().map(|d: &Document| d.content.clone()).unwrap()
+                } else {
+                    (0..6).map(|_| WORDS[next() % WORDS.len()]).collect::<Vec<_>>().join(" ")
+                };
+                let mut d = convdex::Document::message(&session, &format!("u{i}"), i, convdex::Role::User, &text);
+                d.timestamp =
+                    DateTime::<Utc>::from_timestamp_millis(1_700_000_000_000 + (s * 40 + i as i64) * 3_600_000)
+                        .unwrap();
+                d.tags = vec![WORDS[next() % 4].to_string()];
+                docs.push(d);
+            }
+        }
+        coll.add(&docs).unwrap();
+    }
+    index
+}
+
+fn shared() -> &'static (tempfile::TempDir, Index) {
+    static I: std::sync::OnceLock<(tempfile::TempDir, Index)> = std::sync::OnceLock::new();
+    I.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let index = index(dir.path());
+        (dir, index)
+    })
+}
+
+fn run(q: &Query, project: Option<&str>) -> Vec<(String, uuid::Uuid, f32, u8)> {
+    shared()
+        .1
+        .search(project, q)
+        .unwrap()
+        .found
+        .into_iter()
+        .map(|h| (h.project, h.hit.doc.id, h.hit.score, h.hit.relevance))
+        .collect()
+}
+
+fn arb_query() -> impl Strategy<Value = (Query, usize, Option<&'static str>)> {
+    let words = proptest::collection::vec(0..WORDS.len(), 1..4);
+    let mode = prop_oneof![Just(None), Just(Some(SearchMode::Semantic)), Just(Some(SearchMode::Lexical))];
+    let filter = 0..5usize;
+    let recent = any::<bool>();
+    let project = prop_oneof![Just(None), Just(Some("ベータ")), Just(Some("delta"))];
+    (words, mode, filter, recent, 1..=20usize, project).prop_map(|(w, mode, filter, recent, k, project)| {
+        let mut q = Query::new(w.iter().map(|&i| WORDS[i]).collect::<Vec<_>>().join(" "));
+        q.mode = mode;
+        match filter {
+            1 => q.filter.kinds = vec![DocKind::Message],
+            2 => q.filter.tags_any = vec![WORDS[0].into(), WORDS[2].into()],
+            3 => q.filter.sessions = vec!["alpha-s1".into(), "delta-s2".into()],
+            4 => q.filter.since = DateTime::from_timestamp_millis(1_700_000_000_000 + 50 * 3_600_000),
+            _ => {}
+        }
+        if recent {
+            q.ranking = Ranking {
+                recent: Some(Recency { now_ms: 1_700_000_000_000 + 200 * 3_600_000, ..Recency::default() }),
+                ..Ranking::default()
+            };
+        }
+        (q, k, project)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_first_k_hits_do_not_depend_on_the_limit((q, k, project) in arb_query()) {
+        let mut small = q.clone();
+        small.limit = k;
+        let mut large = q;
+        large.limit = 50;
+        let a = run(&small, project);
+        let b = run(&large, project);
+        prop_assert!(a.len() <= k);
+        prop_assert_eq!(&a[..], &b[..a.len()], "limit {} vs 50 for {:?}", k, small.text);
+        // Scores fall; relevance never rises as the score falls.
+        prop_assert!(b.windows(2).all(|w| w[0].2 >= w[1].2 && w[0].3 >= w[1].3), "{:?}", b);
+    }
+}
+
+#[test]
+fn identical_messages_of_a_session_fold_into_one_hit() {
+    // Every fifth message repeats the one before it: a query matching that text finds one hit
+    // for the pair, which says one was folded.
+    let (_, index) = shared();
+    let coll = index.collection("t", "alpha").unwrap();
+    let repeated = coll
+        .documents_of_kind(DocKind::Message)
+        .unwrap()
+        .into_iter()
+        .find(|d| matches!(&d.body, convdex::DocBody::Message(m) if m.message_index == 4))
+        .unwrap();
+    let mut q = Query::new(repeated.content.clone());
+    q.limit = 50;
+    q.mode = Some(SearchMode::Lexical);
+    let hits = index.search(Some("alpha"), &q).unwrap().found;
+    let same: Vec<_> = hits
+        .iter()
+        .filter(|h| h.hit.doc.content == repeated.content && h.hit.doc.session_id == repeated.session_id)
+        .collect();
+    assert_eq!(same.len(), 1, "one hit for the repeated message");
+    assert!(same[0].hit.folded >= 1, "and it says so");
+    let mut seen = std::collections::HashSet::new();
+    for h in &hits {
+        assert!(seen.insert((h.project.clone(), h.hit.doc.session_id.clone(), h.hit.doc.content.clone())));
+    }
+    assert!(hits.iter().all(|h| h.hit.relevance <= 100));
+}
