@@ -95,7 +95,7 @@ pub use doc::{
     CommitRef, DecisionFields, DecisionStatus, DocBody, DocKind, Document, ExtractionMethod, FileAction, FileRef,
     MessageFields, Role, SummaryFields, now_millis,
 };
-pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder};
+pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder, LazyEmbedder};
 pub use error::{Error, Result};
 pub use ids::LoadFailure;
 pub use index::across::{Across, BlameSession, DecisionFilter, FoundSession, OpenCollection, ProjectHit, SessionAt};

@@ -1,14 +1,17 @@
 //! Text → unit-length vectors.
 //!
 //! [`Embedder`] is the one seam between convdex and a model. [`FastEmbedder`] runs the real
-//! all-MiniLM-L6-v2 (int8 ONNX) through fastembed and ONNX Runtime, fully offline;
+//! all-MiniLM-L6-v2 (int8 ONNX) through fastembed and ONNX Runtime, fully offline, and
+//! [`LazyEmbedder`] loads it on first use (an [`crate::Index`]'s default);
 //! [`HashEmbedder`] is a deterministic stand-in for fast unit tests only.
 
 mod fast;
 mod hash;
+mod lazy;
 
 pub use fast::{EmbedOptions, FastEmbedder};
 pub use hash::HashEmbedder;
+pub use lazy::LazyEmbedder;
 
 use crate::error::Result;
 

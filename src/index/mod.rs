@@ -11,14 +11,15 @@ pub(crate) mod compact;
 pub(crate) mod repair;
 
 use crate::collection::{Collection, CollectionMeta, CollectionOptions};
-use crate::embed::{EmbedOptions, Embedder, FastEmbedder};
+use crate::embed::{EmbedOptions, Embedder, LazyEmbedder};
 use crate::error::{Error, Result};
 
 /// Options of an [`Index`]. Every field documents its default.
 #[derive(Clone, Default)]
 pub struct Options {
-    /// The embedder. Default: `None`, which loads [`FastEmbedder`] with [`Options::embed`] the
-    /// first time a collection is opened.
+    /// The embedder. Default: `None`, which is the real model ([`crate::FastEmbedder`] with
+    /// [`Options::embed`]) loaded the first time a text is embedded ([`LazyEmbedder`]): a
+    /// search that needs no vector never loads it.
     pub embedder: Option<Arc<dyn Embedder>>,
     /// Options for the default embedder. Default: [`EmbedOptions::default`].
     pub embed: EmbedOptions,
@@ -142,12 +143,12 @@ impl Index {
         self.open.lock().unwrap_or_else(|e| e.into_inner()).get(name).and_then(Weak::upgrade).is_some()
     }
 
-    /// The embedder, loading the default model on first use.
+    /// The embedder ([`Options::embedder`], else the default model, loaded when first used).
     pub fn embedder(&self) -> Result<Arc<dyn Embedder>> {
         if let Some(e) = self.embedder.get() {
             return Ok(e.clone());
         }
-        let e: Arc<dyn Embedder> = Arc::new(FastEmbedder::with_options(self.options.embed.clone())?);
+        let e: Arc<dyn Embedder> = Arc::new(LazyEmbedder::new(self.options.embed.clone()));
         Ok(self.embedder.get_or_init(|| e).clone())
     }
 

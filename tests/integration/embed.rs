@@ -157,3 +157,52 @@ fn corrupt_model_gives_the_documented_error() {
     }
     assert!(err.to_string().contains("make models"), "{err}");
 }
+
+#[test]
+fn the_lazy_model_loads_on_first_embedding_and_words_need_no_model() {
+    // Index with the real model, then reopen with a lazy embedder whose model directory is
+    // empty: lexical search answers, semantic search reports the missing model, nothing panics.
+    let data = tempfile::tempdir().unwrap();
+    let real = std::sync::Arc::new(
+        FastEmbedder::with_options(EmbedOptions::default().model_dir(&model().files().dir)).unwrap(),
+    );
+    {
+        let index = convdex::Index::open(data.path(), convdex::Options::default().embedder(real.clone())).unwrap();
+        let coll = index.collection("t", "項目").unwrap();
+        let docs = [
+            convdex::Document::message(
+                "s",
+                "a",
+                0,
+                convdex::Role::User,
+                "the parser rejects frame headers over 64 KiB",
+            ),
+            convdex::Document::message(
+                "s",
+                "b",
+                1,
+                convdex::Role::Assistant,
+                "we pinned redb to 2.x for the file format",
+            ),
+        ];
+        coll.add(&docs).unwrap();
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let lazy = std::sync::Arc::new(convdex::LazyEmbedder::new(EmbedOptions::default().model_dir(empty.path())));
+    assert_eq!((lazy.model_id(), lazy.dim()), (real.model_id(), real.dim()), "known without loading");
+    let index = convdex::Index::open(data.path(), convdex::Options::default().embedder(lazy.clone())).unwrap();
+    let mut q = convdex::Query::new("redb");
+    q.mode = Some(convdex::SearchMode::Lexical);
+    let found = index.search(None, &q).unwrap();
+    assert_eq!(found.found.len(), 1, "{:?}", found.skipped);
+    assert!(!lazy.is_loaded());
+    q.mode = Some(convdex::SearchMode::Semantic);
+    let err = index.search(None, &q).unwrap_err();
+    assert!(matches!(err, Error::ModelMissing { .. }) && err.to_string().contains("make models"), "{err}");
+    // With the model present, the lazy embedder gives the model's own vectors.
+    let loaded = convdex::LazyEmbedder::new(EmbedOptions::default().model_dir(&model().files().dir));
+    assert!(!loaded.is_loaded());
+    assert_eq!(loaded.embed_one("pinned redb").unwrap(), real.embed_one("pinned redb").unwrap());
+    assert!(loaded.is_loaded());
+    assert_eq!(loaded.token_offsets("pinned redb"), real.token_offsets("pinned redb"));
+}

@@ -98,12 +98,20 @@ proptest! {
                         prop_assert!(model.contains_key(&h.doc.id));
                     }
                     // The lexical index follows adds, replacements, deletes and reopens: it finds
-                    // exactly the live documents sharing a word with the query.
+                    // exactly the live documents sharing a word with the query, identical ones of
+                    // a session folded into one hit that counts the others.
                     let mut l = c.search(&q).mode(convdex::SearchMode::Lexical).limit(1000);
                     if let Some(s) = session {
                         l = l.session(&format!("s{s}"));
                     }
-                    let found: std::collections::BTreeSet<_> = l.run().unwrap().iter().map(|h| h.doc.id).collect();
+                    let hits = l.run().unwrap();
+                    let mut found = std::collections::BTreeSet::new();
+                    for h in hits.iter() {
+                        let (s, content) = &model[&h.doc.id];
+                        let copies = model.values().filter(|(ms, mc)| ms == s && mc == content).count();
+                        prop_assert_eq!(h.folded + 1, copies, "{} folded", content);
+                        found.extend(model.iter().filter(|(_, v)| v.0 == *s && v.1 == *content).map(|(id, _)| *id));
+                    }
                     let qwords: Vec<&str> = q.split_whitespace().collect();
                     let expected: std::collections::BTreeSet<_> = model
                         .iter()
