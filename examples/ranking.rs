@@ -117,6 +117,18 @@ struct Config {
     ranking: Ranking,
 }
 
+/// Every LoCoMo question with evidence: its half (conversations 1, 3, 5… development), its
+/// conversation, its text and its evidence turns.
+fn locomo_questions(loaded: &[locomo::Loaded]) -> impl Iterator<Item = (Split, &locomo::Loaded, &str, Vec<String>)> {
+    loaded.iter().enumerate().flat_map(|(i, l)| {
+        let split = if i % 2 == 0 { Split::Dev } else { Split::Test };
+        l.qa.iter().filter_map(move |qa| {
+            let evidence = locomo::evidence(qa);
+            (!evidence.is_empty()).then(|| (split, l, qa["question"].as_str().unwrap_or_default(), evidence))
+        })
+    })
+}
+
 fn query(text: &str, mode: SearchMode, ranking: Ranking, limit: usize) -> Query {
     let mut q = Query::new(text);
     q.mode = Some(mode);
@@ -168,40 +180,33 @@ fn evaluate(
         points: BTreeMap::new(),
         misses: Vec::new(),
     };
-    for (i, l) in loaded.iter().enumerate() {
-        let split = if i % 2 == 0 { Split::Dev } else { Split::Test };
-        for qa in &l.qa {
-            let evidence = locomo::evidence(qa);
-            if evidence.is_empty() {
-                continue;
-            }
-            let q = query(qa["question"].as_str().unwrap_or_default(), c.mode, c.ranking, 10);
-            let hits = loc.search(None, &q)?.found;
-            let ids: Vec<(String, String, bool)> = hits
-                .iter()
-                .map(|h| {
-                    let dia = match &h.hit.doc.body {
-                        DocBody::Message(m) => {
-                            l.dia.get(&(h.hit.doc.session_id.clone(), m.message_index)).cloned().unwrap_or_default()
-                        }
-                        _ => String::new(),
-                    };
-                    let mine = h.project == l.id;
-                    (dia, h.project.clone(), mine)
-                })
-                .collect();
-            let answered = |x: &(String, String, bool)| x.2 && evidence.contains(&x.0);
-            let found = evidence.iter().filter(|e| ids.iter().any(|x| x.2 && &&x.0 == e)).count();
-            let t = Tally {
-                n: 1.0,
-                recall10: found as f64 / evidence.len() as f64,
-                hit5: if ids.iter().take(5).any(answered) { 1.0 } else { 0.0 },
-                wrong_top: if ids.first().is_some_and(|x| !x.2) { 1.0 } else { 0.0 },
-            };
-            r.locomo.entry(split).or_default().add(t);
-            let pts = r.points.entry((split, "locomo")).or_default();
-            pts.extend(hits.iter().zip(&ids).map(|(h, x)| (h.hit.score, h.hit.relevance, answered(x))));
-        }
+    for (split, l, question, evidence) in locomo_questions(loaded) {
+        let q = query(question, c.mode, c.ranking, 10);
+        let hits = loc.search(None, &q)?.found;
+        let ids: Vec<(String, String, bool)> = hits
+            .iter()
+            .map(|h| {
+                let dia = match &h.hit.doc.body {
+                    DocBody::Message(m) => {
+                        l.dia.get(&(h.hit.doc.session_id.clone(), m.message_index)).cloned().unwrap_or_default()
+                    }
+                    _ => String::new(),
+                };
+                let mine = h.project == l.id;
+                (dia, h.project.clone(), mine)
+            })
+            .collect();
+        let answered = |x: &(String, String, bool)| x.2 && evidence.contains(&x.0);
+        let found = evidence.iter().filter(|e| ids.iter().any(|x| x.2 && &&x.0 == e)).count();
+        let t = Tally {
+            n: 1.0,
+            recall10: found as f64 / evidence.len() as f64,
+            hit5: if ids.iter().take(5).any(answered) { 1.0 } else { 0.0 },
+            wrong_top: if ids.first().is_some_and(|x| !x.2) { 1.0 } else { 0.0 },
+        };
+        r.locomo.entry(split).or_default().add(t);
+        let pts = r.points.entry((split, "locomo")).or_default();
+        pts.extend(hits.iter().zip(&ids).map(|(h, x)| (h.hit.score, h.hit.relevance, answered(x))));
     }
     for (set, cases) in [("claude", cc), ("multilingual", ml)] {
         for case in cases {
@@ -420,29 +425,22 @@ fn main() -> anyhow::Result<()> {
     }
     // LoCoMo per collection (the same questions, each asked of its own conversation only).
     let mut per = BTreeMap::<Split, Tally>::new();
-    for (i, l) in loaded.iter().enumerate() {
-        let split = if i % 2 == 0 { Split::Dev } else { Split::Test };
-        for qa in &l.qa {
-            let evidence = locomo::evidence(qa);
-            if evidence.is_empty() {
-                continue;
-            }
-            let hits = l.coll.query(&query(qa["question"].as_str().unwrap_or_default(), SearchMode::Hybrid, d, 10))?;
-            let found = evidence
-                .iter()
-                .filter(|e| {
-                    hits.iter().any(|h| match &h.doc.body {
-                        DocBody::Message(m) => l.dia.get(&(h.doc.session_id.clone(), m.message_index)) == Some(e),
-                        _ => false,
-                    })
+    for (split, l, question, evidence) in locomo_questions(&loaded) {
+        let hits = l.coll.query(&query(question, SearchMode::Hybrid, d, 10))?;
+        let found = evidence
+            .iter()
+            .filter(|e| {
+                hits.iter().any(|h| match &h.doc.body {
+                    DocBody::Message(m) => l.dia.get(&(h.doc.session_id.clone(), m.message_index)) == Some(e),
+                    _ => false,
                 })
-                .count();
-            per.entry(split).or_default().add(Tally {
-                n: 1.0,
-                recall10: found as f64 / evidence.len() as f64,
-                ..Default::default()
-            });
-        }
+            })
+            .count();
+        per.entry(split).or_default().add(Tally {
+            n: 1.0,
+            recall10: found as f64 / evidence.len() as f64,
+            ..Default::default()
+        });
     }
     for (split, t) in &per {
         println!("\nLoCoMo per collection, hybrid default, {split:?}: R@10 {:.3}", t.recall10 / t.n.max(1.0));
