@@ -57,11 +57,11 @@ fn main() -> anyhow::Result<()> {
                 s = s.file("src/auth.rs");
             }
             let hits = s.run()?;
-            println!("\n[{}] {query}  ({label}; {:?})", info.project, hits.plan.path);
+            println!("\n[{}] {query}  ({label}; {:?}; relevance 0-100)", info.project, hits.plan.path);
             for h in hits.iter() {
                 let text: String = h.doc.content.split_whitespace().collect::<Vec<_>>().join(" ");
                 let text: String = text.chars().take(110).collect();
-                println!("  {:.3}  {}  {}", h.score, h.doc.timestamp.format("%Y-%m-%d %H:%M"), text);
+                println!("  {:>3}  {}  {}", h.relevance, h.doc.timestamp.format("%Y-%m-%d %H:%M"), text);
             }
         }
     }
