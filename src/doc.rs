@@ -135,6 +135,8 @@ pub enum ExtractionMethod {
     Llm,
     /// Imported from a structured file.
     Import,
+    /// Stated on purpose by a person or an agent (`convdex remember`, the MCP tool `remember`).
+    Manual,
 }
 
 /// Life of a decision.

@@ -75,6 +75,7 @@ pub mod ingest;
 pub mod lexical;
 pub mod models;
 mod search;
+pub mod setup;
 mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testutil;
@@ -100,9 +101,11 @@ pub use error::{Error, Result};
 pub use ids::LoadFailure;
 pub use index::across::{Across, BlameSession, DecisionFilter, FoundSession, OpenCollection, ProjectHit, SessionAt};
 pub use index::compact::CompactReport;
+pub use index::recall::{DEFAULT_RECALL_RELEVANCE, RecallOptions, count_tokens, excerpt};
 pub use index::repair::RepairReport;
 pub use index::{CollectionInfo, Index, Opened, Options, Skipped, collection_name, validate_name};
 pub use indexer::import::{ImportReport, import_conversations, read_conversation};
+pub use indexer::remember::{MANUAL_SESSION, MAX_REMEMBER_BYTES, Remember, RememberIn, Remembered, remember};
 pub use indexer::runs::{SessionRuns, runs_in};
 pub use indexer::{
     Config, Failure, IndexOptions, IndexReport, Progress, default_paths, default_tenant, index_paths,

@@ -31,6 +31,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Session(a) => cli::session::run(&ctx, a),
         Command::Doctor(a) => cli::doctor::run(&ctx, a),
         Command::Stats(a) => cli::stats::run(&ctx, a),
+        Command::Hook { kind } => cli::hook::run(&ctx, kind),
+        Command::Remember(a) => cli::remember::run(&ctx, a),
+        Command::Install(a) => cli::install::install(&ctx, a),
+        Command::Uninstall(a) => cli::install::uninstall(&ctx, a),
         Command::Models { action } => cli::models::run(action),
     }
 }

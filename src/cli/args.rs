@@ -11,9 +11,12 @@ use super::doctor::DoctorArgs;
 use super::export::ExportArgs;
 use super::forget::{CompactArgs, ForgetArgs};
 use super::handoff::HandoffArgs;
+use super::hook::HookKind;
 use super::import::ImportArgs;
 use super::index::IndexArgs;
+use super::install::InstallArgs;
 use super::models::ModelsAction;
+use super::remember::RememberArgs;
 use super::runs::RunsArgs;
 use super::search::SearchArgs;
 use super::session::SessionArgs;
@@ -83,6 +86,19 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Per-collection counts.
     Stats(StatsArgs),
+    /// Claude Code hook commands (payload on stdin; never fail the session).
+    Hook {
+        /// Which hook.
+        #[command(subcommand)]
+        kind: HookKind,
+    },
+    /// Store a note or decision on purpose: searchable at once, shown first in session briefs.
+    Remember(RememberArgs),
+    /// Write convdex's hooks (SessionStart, UserPromptSubmit, SessionEnd) into Claude Code's
+    /// user settings and register its MCP server, keeping a backup of each file changed.
+    Install(InstallArgs),
+    /// Take out what `install` wrote.
+    Uninstall(InstallArgs),
     /// Manage the local embedding model (fetch with pip, verify).
     Models {
         /// What to do.

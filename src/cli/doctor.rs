@@ -78,8 +78,10 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
             serde_json::json!({"state": "missing", "detail": e.to_string()})
         }
     };
+    let hooks = hooks(ctx);
     if json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"collections": rows, "model": model}))?);
+        let out = serde_json::json!({"collections": rows, "model": model, "hooks": hooks});
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         for r in &rows {
             let detail = r["detail"].as_str().unwrap_or_default();
@@ -95,9 +97,52 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
             model["state"].as_str().unwrap_or_default(),
             model["dir"].as_str().map(|d| format!(" in {d}")).unwrap_or_default()
         );
+        for h in hooks.as_array().into_iter().flatten() {
+            println!(
+                "{:<9} hook {}",
+                h["state"].as_str().unwrap_or_default(),
+                h["detail"].as_str().unwrap_or_default()
+            );
+        }
         if !repair && rows.iter().any(|r| r["state"] == "damaged") {
             println!("run `convdex doctor --repair` to rebuild the damaged collections");
         }
     }
     Ok(())
+}
+
+/// Each hook: installed in Claude Code's settings or not, and how its last run went.
+fn hooks(ctx: &Ctx) -> serde_json::Value {
+    let settings = super::install::claude_files().ok().and_then(|(s, _)| super::install::read_json(&s).ok());
+    let installed = settings.map(|(_, v)| convdex::setup::installed_hooks(&v)).unwrap_or_default();
+    let mut out = Vec::new();
+    for (event, args, _) in convdex::setup::HOOKS {
+        let name = args.trim_start_matches("hook ").trim_start_matches("index --hook");
+        let log = if name.is_empty() {
+            None
+        } else {
+            std::fs::read_to_string(ctx.dir.join("hooks").join(format!("{name}.json"))).ok()
+        };
+        let last: Option<serde_json::Value> = log.and_then(|t| serde_json::from_str(&t).ok());
+        let is_in = installed.iter().any(|(e, _)| *e == event);
+        let failed = last.as_ref().is_some_and(|l| l["ok"] == false);
+        let state = match (is_in, failed) {
+            (false, _) => "missing",
+            (true, true) => "failing",
+            (true, false) => "ok",
+        };
+        let mut detail = event.to_string();
+        if !is_in {
+            detail.push_str(": not installed; run `convdex install`");
+        }
+        if let Some(l) = &last {
+            detail.push_str(&format!("; last run {} ({} ms)", l["at"].as_str().unwrap_or("?"), l["millis"]));
+            if let Some(e) = l["error"].as_str() {
+                problem(format!("hook {event} failed last time: {e}"));
+                detail.push_str(&format!(": {e}"));
+            }
+        }
+        out.push(serde_json::json!({"event": event, "state": state, "detail": detail, "last_run": last}));
+    }
+    serde_json::Value::Array(out)
 }

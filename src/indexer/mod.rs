@@ -5,6 +5,7 @@
 
 pub(crate) mod fingerprint;
 pub(crate) mod import;
+pub(crate) mod remember;
 pub(crate) mod runs;
 
 use std::path::{Path, PathBuf};
@@ -291,17 +292,28 @@ fn open_project(index: &Index, tenant: &str, folder: &ProjectFolder) -> Result<s
         (None, _) => normalize_name(&dir_name),
     };
     let key = path.clone().unwrap_or_else(|| folder.dir.to_string_lossy().into_owned());
-    let coll = index.collection_with(tenant, &base, Some(&key))?;
+    collection_for_path(index, tenant, &base, &key)
+}
+
+/// The collection of the project at `key` (a directory), named `base` unless another project
+/// of the same name owns it, then `base-<hash of key>`; created when missing.
+pub(crate) fn collection_for_path(
+    index: &Index,
+    tenant: &str,
+    base: &str,
+    key: &str,
+) -> Result<std::sync::Arc<Collection>> {
+    let coll = index.collection_with(tenant, base, Some(key))?;
     match coll.meta()?.project_path {
         // The same directory written by another agent or another OS spelling is the same project.
-        Some(p) if !crate::text::paths::same_dir(&p, &key) => {
+        Some(p) if !crate::text::paths::same_dir(&p, key) => {
             // Another project with the same last path component owns the plain name.
             let h = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
-            index.collection_with(tenant, &format!("{base}-{:06x}", h & 0xff_ffff), Some(&key))
+            index.collection_with(tenant, &format!("{base}-{:06x}", h & 0xff_ffff), Some(key))
         }
         Some(_) => Ok(coll),
         None => {
-            coll.update_meta(|m| m.project_path = Some(key.clone()))?;
+            coll.update_meta(|m| m.project_path = Some(key.to_string()))?;
             Ok(coll)
         }
     }

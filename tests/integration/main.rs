@@ -2,6 +2,7 @@
 //! embedding model (provisioned by `make models`) and real redb files on disk.
 #![allow(clippy::string_slice)] // test code: a bad offset fails the test
 
+mod agent_hooks;
 mod agents;
 mod architecture;
 mod cli;

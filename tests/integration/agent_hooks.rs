@@ -1,0 +1,141 @@
+//! Memory that comes to the agent, through the real binary with Claude Code's hook payloads:
+//! `hook session-start` (a brief within budget, nothing for a project without history),
+//! `remember` then `hook prompt` (an earlier decision recalled, an unrelated prompt gets
+//! nothing), broken input never exits non-zero (and `doctor` reports it), and `install` /
+//! `uninstall` on a settings file with unrelated content.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn convdex(data: &Path, args: &[&str], stdin: &str, env: &[(&str, &Path)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_convdex"));
+    cmd.args(["--data-dir", data.to_str().unwrap()]).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn context(out: &Output) -> Option<String> {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    if out.stdout.is_empty() {
+        return None;
+    }
+    let v: Value = serde_json::from_slice(&out.stdout).expect("hook output is JSON");
+    Some(v["hookSpecificOutput"]["additionalContext"].as_str().expect("additionalContext").to_string())
+}
+
+#[test]
+fn hooks_bring_memory_to_the_agent() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("examples/sample/projects/-home-dev-acme-api");
+    let tmp = tempfile::tempdir().unwrap();
+    let proj = tmp.path().join("projects/-home-dev-acme-api");
+    std::fs::create_dir_all(&proj).unwrap();
+    let mut transcript = None;
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        std::fs::copy(e.path(), proj.join(e.file_name())).unwrap();
+        transcript = Some(proj.join(e.file_name()));
+    }
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path();
+    let end = json!({"session_id": "s", "transcript_path": transcript.unwrap(), "cwd": "/home/dev/acme-api",
+        "hook_event_name": "SessionEnd", "reason": "exit"});
+    assert!(convdex(d, &["index", "--hook"], &end.to_string(), &[]).status.success());
+
+    // A new session in the project (from a sub-directory, Windows-style separators too) gets a
+    // brief within its budget; a directory no project holds gets nothing.
+    for cwd in ["/home/dev/acme-api", "/home/dev/acme-api/src/db"] {
+        let start = json!({"session_id": "new", "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup"});
+        let brief = context(&convdex(d, &["hook", "session-start"], &start.to_string(), &[])).expect("a brief");
+        assert!(brief.starts_with("# convdex: where work on acme-api stands"), "{brief}");
+        assert!(brief.contains("Last session"), "{brief}");
+        assert!(convdex::count_tokens(&brief) <= 600, "{brief}");
+    }
+    let small = json!({"session_id": "new", "cwd": "/home/dev/acme-api", "source": "startup"});
+    let brief = context(&convdex(d, &["hook", "session-start", "--budget", "40"], &small.to_string(), &[]));
+    assert!(brief.as_deref().is_none_or(|b| convdex::count_tokens(b) <= 40), "{brief:?}");
+    let elsewhere = json!({"session_id": "new", "cwd": "/home/dev/其他项目", "source": "startup"});
+    assert_eq!(context(&convdex(d, &["hook", "session-start"], &elsewhere.to_string(), &[])), None);
+
+    // Remembered on purpose: stored once, shown first in the brief, recalled by a prompt about it.
+    let note = "Keep the 連線池 pool size at 40 for the staging database";
+    let r = convdex(
+        d,
+        &["remember", note, "--why", "load tests saturate at 48", "--project", "acme-api", "--json"],
+        "",
+        &[],
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let r: Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(r["new"], true);
+    let again = convdex(
+        d,
+        &["remember", note, "--why", "load tests saturate at 48", "--project", "acme-api", "--json"],
+        "",
+        &[],
+    );
+    assert_eq!(serde_json::from_slice::<Value>(&again.stdout).unwrap()["new"], false);
+    let start = json!({"session_id": "new", "cwd": "/home/dev/acme-api", "source": "startup"});
+    let brief = context(&convdex(d, &["hook", "session-start"], &start.to_string(), &[])).unwrap();
+    assert!(brief.contains("## Decisions in force\n- Keep the 連線池 pool size at 40"), "{brief}");
+    let ask = json!({"session_id": "new", "cwd": "/home/dev/acme-api", "hook_event_name": "UserPromptSubmit",
+        "prompt": "what pool size did we settle on for the staging database?"});
+    let block = context(&convdex(d, &["hook", "prompt"], &ask.to_string(), &[])).expect("recalled");
+    assert!(block.contains("decision: Keep the 連線池 pool size at 40"), "{block}");
+    let unrelated = json!({"session_id": "new", "cwd": "/home/dev/acme-api",
+        "prompt": "please translate this poem about autumn leaves into French"});
+    assert_eq!(context(&convdex(d, &["hook", "prompt"], &unrelated.to_string(), &[])), None);
+
+    // Broken input: exit 0, nothing printed, the error recorded for `doctor`.
+    for bad in ["", "not json", "[1,2]", "{\"prompt\": 7}"] {
+        let out = convdex(d, &["hook", "prompt"], bad, &[]);
+        assert!(out.status.success() && out.stdout.is_empty(), "{bad:?}");
+    }
+    let out = convdex(d, &["hook", "session-start"], "{{{", &[]);
+    assert!(out.status.success() && out.stdout.is_empty());
+    let cfg = tempfile::tempdir().unwrap();
+    let doctor = convdex(d, &["doctor", "--json"], "", &[("CLAUDE_CONFIG_DIR", cfg.path())]);
+    let doctor: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let start_hook = &doctor["hooks"][0];
+    assert_eq!(start_hook["event"], "SessionStart");
+    assert_eq!(start_hook["state"], "missing");
+    assert_eq!(start_hook["last_run"]["ok"], false, "{doctor:#}");
+}
+
+#[test]
+fn install_keeps_unrelated_settings_and_uninstall_restores_them() {
+    let cfg = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let settings_path = cfg.path().join("settings.json");
+    let original = "{\n    \"model\": \"opus\",\n    \"zeta\": [1, 2],\n    \"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"lint.sh\"}]}]},\n    \"alpha\": {\"b\": 1, \"a\": 2}\n}\n";
+    std::fs::write(&settings_path, original).unwrap();
+    let env = [("CLAUDE_CONFIG_DIR", cfg.path())];
+    let dry = convdex(data.path(), &["install", "--dry-run"], "", &env);
+    assert!(dry.status.success());
+    assert_eq!(std::fs::read_to_string(&settings_path).unwrap(), original, "--dry-run writes nothing");
+    assert!(String::from_utf8_lossy(&dry.stdout).contains("hook session-start"));
+    assert!(convdex(data.path(), &["install"], "", &env).status.success());
+    let once = std::fs::read_to_string(&settings_path).unwrap();
+    let v: Value = serde_json::from_str(&once).unwrap();
+    // Unrelated content kept, keys in their order.
+    assert_eq!(v["model"], "opus");
+    assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "lint.sh");
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["model", "zeta", "hooks", "alpha"]);
+    assert_eq!(convdex::setup::installed_hooks(&v).len(), 3);
+    let registry: Value =
+        serde_json::from_str(&std::fs::read_to_string(cfg.path().join(".claude.json")).unwrap()).unwrap();
+    assert_eq!(registry["mcpServers"]["convdex"]["args"].as_array().unwrap().last().unwrap(), "mcp");
+    // A second run changes nothing.
+    let second = convdex(data.path(), &["install"], "", &env);
+    assert!(String::from_utf8_lossy(&second.stdout).matches("unchanged").count() == 2);
+    assert_eq!(std::fs::read_to_string(&settings_path).unwrap(), once);
+    assert!(convdex(data.path(), &["uninstall"], "", &env).status.success());
+    assert_eq!(std::fs::read_to_string(&settings_path).unwrap(), original, "uninstall restores the file");
+}
