@@ -97,13 +97,7 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
             model["state"].as_str().unwrap_or_default(),
             model["dir"].as_str().map(|d| format!(" in {d}")).unwrap_or_default()
         );
-        for h in hooks.as_array().into_iter().flatten() {
-            println!(
-                "{:<9} hook {}",
-                h["state"].as_str().unwrap_or_default(),
-                h["detail"].as_str().unwrap_or_default()
-            );
-        }
+        print_hooks(&hooks);
         if !repair && rows.iter().any(|r| r["state"] == "damaged") {
             println!("run `convdex doctor --repair` to rebuild the damaged collections");
         }
@@ -145,4 +139,11 @@ fn hooks(ctx: &Ctx) -> serde_json::Value {
         out.push(serde_json::json!({"event": event, "state": state, "detail": detail, "last_run": last}));
     }
     serde_json::Value::Array(out)
+}
+
+fn print_hooks(hooks: &serde_json::Value) {
+    for h in hooks.as_array().into_iter().flatten() {
+        let (state, detail) = (h["state"].as_str().unwrap_or_default(), h["detail"].as_str().unwrap_or_default());
+        println!("{state:<9} hook {detail}");
+    }
 }
