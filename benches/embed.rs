@@ -1,5 +1,7 @@
-//! Embedding throughput: texts/s and tokens/s by text length and batch size, length-sorted vs
-//! unsorted batching, and convdex's `FastEmbedder` against calling fastembed directly.
+//! Embedding throughput of every model convdex knows, in one run: texts/s and tokens/s by text
+//! length and batch size with the time per text as a ratio to all-MiniLM-L6-v2; for the
+//! default model, 256- vs 512-token windows, one vs two threads, length-sorted vs unsorted
+//! batching, and convdex's `FastEmbedder` against calling fastembed directly.
 //!
 //! Run: `cargo bench --bench embed` (prints a markdown table). Seeded synthetic texts.
 
@@ -75,26 +77,94 @@ fn time<F: FnMut()>(mut f: F) -> Duration {
     start.elapsed()
 }
 
+fn rate(e: &FastEmbedder, refs: &[&str]) -> f64 {
+    let d = time(|| {
+        e.embed(refs).unwrap();
+    });
+    refs.len() as f64 / d.as_secs_f64()
+}
+
+fn embedder(model: &str, options: EmbedOptions) -> FastEmbedder {
+    FastEmbedder::with_options(options.model(model)).expect("run `make models` first")
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
     let mut rng = Lcg(SEED);
-    let model = FastEmbedder::new().expect("run `make models` first");
-    println!("| texts | tokens/text | batch | texts/s | tokens/s |");
-    println!("|---|---:|---:|---:|---:|");
+    let models: Vec<String> = convdex::models::Manifest::builtin().models.iter().map(|m| m.name.clone()).collect();
+    let base = "all-minilm-l6-v2";
+    println!("| model | texts | tokens/text | batch | texts/s | tokens/s | time per text vs MiniLM |");
+    println!("|---|---|---:|---:|---:|---:|---:|");
     for (label, words, n) in [("short", 8usize, 256usize), ("medium", 50, 128), ("long", 200, 48)] {
         let t = texts(n, words, &mut rng);
         let refs: Vec<&str> = t.iter().map(String::as_str).collect();
-        let tokens: usize = refs.iter().map(|s| model.token_offsets(s).len().min(256) + 2).sum();
         for batch in [1usize, 16, 64] {
-            let e = FastEmbedder::with_options(EmbedOptions::default().batch_size(batch)).unwrap();
-            let d = time(|| {
-                e.embed(&refs).unwrap();
-            });
-            let s = d.as_secs_f64();
-            println!("| {label} | {} | {batch} | {:.0} | {:.0} |", tokens / n, n as f64 / s, tokens as f64 / s);
+            let mut base_rate = None;
+            let mut rows = Vec::new();
+            // MiniLM first: the ratio's reference, measured in the same run.
+            for model in std::iter::once(base).chain(models.iter().map(String::as_str).filter(|m| *m != base)) {
+                let e = embedder(model, EmbedOptions::default().batch_size(batch));
+                let tokens: usize = refs
+                    .iter()
+                    .map(|s| e.token_offsets(s).len().min(256 - e.overhead_tokens()) + e.overhead_tokens())
+                    .sum();
+                let r = rate(&e, &refs);
+                let reference = *base_rate.get_or_insert(r);
+                rows.push(format!(
+                    "| {model} | {label} | {} | {batch} | {r:.0} | {:.0} | {:.2}× |",
+                    tokens / n,
+                    r * tokens as f64 / n as f64,
+                    reference / r
+                ));
+            }
+            rows.iter().for_each(|r| println!("{r}"));
         }
+    }
+
+    // The default model's chunk length: the same long texts read as 256-token or 512-token
+    // windows (a 500-token text is two 256 windows or one 512 window).
+    let default = &convdex::models::Manifest::builtin().default_model;
+    let long = texts(32, 400, &mut rng);
+    let refs: Vec<&str> = long.iter().map(String::as_str).collect();
+    println!();
+    println!("| {default}, 32 texts of ~500 tokens | windows | tokens/s | time per text vs 256 |");
+    println!("|---|---:|---:|---:|");
+    let short_windows = embedder(default, EmbedOptions::default());
+    let tokens: usize = refs.iter().map(|s| short_windows.token_offsets(s).len()).sum();
+    let mut halves: Vec<String> = Vec::new();
+    for s in &refs {
+        let offs = short_windows.token_offsets(s);
+        let cut = offs.get(offs.len() / 2).map_or(s.len(), |o| o.0);
+        halves.push(s.get(..cut).unwrap_or(s).to_string());
+        halves.push(s.get(cut..).unwrap_or("").to_string());
+    }
+    let half_refs: Vec<&str> = halves.iter().map(String::as_str).collect();
+    let d256 = time(|| {
+        short_windows.embed(&half_refs).unwrap();
+    });
+    let wide = embedder(default, EmbedOptions::default().max_tokens(512));
+    let d512 = time(|| {
+        wide.embed(&refs).unwrap();
+    });
+    for (label, d) in [("2 × 256", d256), ("1 × 512", d512)] {
+        println!(
+            "| {label} | | {:.0} | {:.2}× |",
+            tokens as f64 / d.as_secs_f64(),
+            d.as_secs_f64() / d256.as_secs_f64()
+        );
+    }
+
+    // Threads on 2 cores: medium texts, batch 16.
+    let med = texts(96, 50, &mut rng);
+    let refs: Vec<&str> = med.iter().map(String::as_str).collect();
+    println!();
+    println!("| {default}, medium texts, batch 16 | texts/s |");
+    println!("|---|---:|");
+    for threads in [1usize, 2] {
+        let e = embedder(default, EmbedOptions::default().threads(threads));
+        println!("| {threads} intra-op thread(s) | {:.0} |", rate(&e, &refs));
     }
 
     // Mixed lengths: sorted vs unsorted, batch 32, measured back to back.
@@ -113,14 +183,16 @@ fn main() {
         unsorted.embed(&refs).unwrap();
     });
     println!();
-    println!("| mixed batch (192 texts, bs 32) | texts/s |");
+    println!("| {default}, mixed batch (192 texts, bs 32) | texts/s |");
     println!("|---|---:|");
     println!("| length-sorted | {:.0} |", 192.0 / ds.as_secs_f64());
     println!("| unsorted | {:.0} |", 192.0 / du.as_secs_f64());
     println!("| ratio sorted/unsorted | {:.2}x |", du.as_secs_f64() / ds.as_secs_f64());
 
-    // Overhead of the wrapper: same texts, same batch size, fastembed called directly.
+    // Overhead of the wrapper: same texts (with the model's passage prefix), same batch size,
+    // fastembed called directly.
     let files = sorted.files().clone();
+    let prefix = sorted.spec().passage_prefix.clone();
     let read = |p: &std::path::Path| std::fs::read(p).unwrap();
     let tf = TokenizerFiles {
         tokenizer_file: read(&files.tokenizer),
@@ -136,17 +208,18 @@ fn main() {
     )
     .unwrap();
     let med = texts(128, 50, &mut rng);
+    let prefixed: Vec<String> = med.iter().map(|t| format!("{prefix}{t}")).collect();
     let refs: Vec<&str> = med.iter().map(String::as_str).collect();
     let dd = time(|| {
-        direct.embed(&refs, Some(32)).unwrap();
+        direct.embed(&prefixed, Some(32)).unwrap();
     });
     let dc = time(|| {
         unsorted.embed(&refs).unwrap();
     });
     println!();
-    println!("| medium texts, bs 32, unsorted | texts/s |");
+    println!("| {default}, medium texts, bs 32, unsorted | texts/s |");
     println!("|---|---:|");
     println!("| fastembed direct | {:.0} |", 128.0 / dd.as_secs_f64());
     println!("| convdex FastEmbedder | {:.0} |", 128.0 / dc.as_secs_f64());
-    println!("| overhead ratio (convdex/direct time) | {:.2} |", dc.as_secs_f64() / dd.as_secs_f64());
+    println!("| ratio (time) | {:.2} |", dc.as_secs_f64() / dd.as_secs_f64());
 }

@@ -30,8 +30,14 @@ impl Embedder for Timed {
         self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         r
     }
+    fn embed_query(&self, text: &str) -> convdex::Result<Vec<f32>> {
+        self.inner.embed_query(text)
+    }
     fn max_tokens(&self) -> usize {
         self.inner.max_tokens()
+    }
+    fn overhead_tokens(&self) -> usize {
+        self.inner.overhead_tokens()
     }
     fn token_offsets(&self, text: &str) -> Vec<(usize, usize)> {
         self.inner.token_offsets(text)

@@ -10,8 +10,10 @@
 //! name no turn count as misses.
 //!
 //! Run: `cargo run --release --example locomo` (semantic, lexical, hybrid as shipped, hybrid
-//! without conversation context, and reciprocal rank fusion); `-- --sweep` adds blend weights
-//! 0.2–0.8 and context weights.
+//! without conversation context, and reciprocal rank fusion), for every model convdex knows in
+//! one run (`-- --model NAME` for one); `-- --sweep` adds lexical weights and context weights.
+//! Each table has the development half (conversations 1, 3, 5, 7, 9: settings are chosen on
+//! it) and the test half (2, 4, 6, 8, 10: report it) besides all questions.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -68,13 +70,18 @@ impl Score {
     }
 }
 
+/// Scores by (half, category): conversations 1, 3, 5, 7, 9 are the development half (settings
+/// are chosen on it), 2, 4, 6, 8, 10 the test half.
+type ByCat = BTreeMap<(&'static str, u64), Score>;
+
 fn evaluate(
     loaded: &[Loaded],
     search: &dyn Fn(&convdex::Collection, &str) -> convdex::Result<convdex::Hits>,
-) -> anyhow::Result<(BTreeMap<u64, Score>, f64)> {
-    let mut by_cat: BTreeMap<u64, Score> = BTreeMap::new();
+) -> anyhow::Result<(ByCat, f64)> {
+    let mut by_cat: ByCat = BTreeMap::new();
     let mut latencies = Vec::new();
-    for l in loaded {
+    for (i, l) in loaded.iter().enumerate() {
+        let half = if i % 2 == 0 { "dev" } else { "test" };
         let (id, dia) = (&l.id, &l.dia);
         for qa in &l.qa {
             let evidence = evidence(qa);
@@ -113,7 +120,7 @@ fn evaluate(
             for (i, k) in [1usize, 5].into_iter().enumerate() {
                 s.session_hit[i] = if sessions.iter().take(k).any(|x| ev_sessions.contains(x)) { 1.0 } else { 0.0 };
             }
-            by_cat.entry(qa["category"].as_u64().unwrap_or(0)).or_default().add(&s);
+            by_cat.entry((half, qa["category"].as_u64().unwrap_or(0))).or_default().add(&s);
         }
     }
     latencies.sort();
@@ -121,29 +128,56 @@ fn evaluate(
     Ok((by_cat, median))
 }
 
-fn table(label: &str, by_cat: &BTreeMap<u64, Score>, median: f64, per_category: bool) {
+fn table(label: &str, by_cat: &ByCat, median: f64, per_category: bool) {
     println!("\n### {label} — median query latency {median:.1} ms (incl. query embedding)\n");
     println!("| category | n | hit@1 | hit@5 | hit@10 | R@1 | R@5 | R@10 | MRR | session hit@1 | session hit@5 |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut all = Score::default();
+    let mut halves: BTreeMap<&str, Score> = BTreeMap::new();
     for (c, name) in CATEGORIES {
-        if let Some(s) = by_cat.get(&c) {
-            if per_category {
-                println!("{}", s.row(&format!("{c} {name}")));
+        let mut cat = Score::default();
+        for half in ["dev", "test"] {
+            if let Some(s) = by_cat.get(&(half, c)) {
+                cat.add(s);
+                halves.entry(half).or_default().add(s);
             }
-            all.add(s);
         }
+        if per_category && cat.n > 0 {
+            println!("{}", cat.row(&format!("{c} {name}")));
+        }
+        all.add(&cat);
     }
     println!("{}", all.row("all"));
+    for (half, s) in &halves {
+        println!("{}", s.row(&format!("{half} half")));
+    }
 }
 
 fn main() -> anyhow::Result<()> {
-    let sweep = std::env::args().any(|a| a == "--sweep");
+    let args: Vec<String> = std::env::args().collect();
+    let sweep = args.iter().any(|a| a == "--sweep");
+    let models: Vec<String> = match args.iter().position(|a| a == "--model").and_then(|i| args.get(i + 1)) {
+        Some(m) => vec![m.clone()],
+        None => convdex::models::Manifest::builtin().models.iter().map(|m| m.name.clone()).collect(),
+    };
     let data = locomo::read()?;
     let dir = tempfile::tempdir()?;
-    let index = Index::open(dir.path(), Options::default())?;
-    let loaded = import(&index, &data)?;
-    println!("all-MiniLM-L6-v2 int8; turns embedded and indexed as (date) speaker said, \"text\"");
+    for model in &models {
+        let t = Instant::now();
+        let mut options = Options::default();
+        options.embed = options.embed.model(model.clone());
+        let index = Index::open(dir.path().join(model), options)?;
+        let loaded = import(&index, &data)?;
+        println!(
+            "\n## {model}: turns embedded and indexed as (date) speaker said, \"text\" (imported in {:.0} s)",
+            t.elapsed().as_secs_f64()
+        );
+        run_configs(&loaded, sweep)?;
+    }
+    Ok(())
+}
+
+fn run_configs(loaded: &[Loaded], sweep: bool) -> anyhow::Result<()> {
     let mut configs: Vec<(String, SearchMode, Fusion, Context)> = vec![
         ("semantic".into(), SearchMode::Semantic, Fusion::default(), Context::default()),
         ("lexical (BM25)".into(), SearchMode::Lexical, Fusion::default(), Context::default()),
@@ -157,19 +191,19 @@ fn main() -> anyhow::Result<()> {
         ("hybrid, RRF k=60, no context".into(), SearchMode::Hybrid, Fusion::Rrf { k: 60.0 }, Context::NONE),
     ];
     if sweep {
-        for w in [0.2f32, 0.3, 0.4, 0.6, 0.7, 0.8] {
-            let fusion = Fusion::Blend { semantic_weight: w };
-            configs.push((format!("hybrid, blend w={w}"), SearchMode::Hybrid, fusion, Context::default()));
-        }
-        for (session, neighbours) in [(0.3, 0.0), (0.0, 0.2), (0.2, 0.1), (0.2, 0.2), (0.4, 0.2), (0.6, 0.0)] {
-            let context = Context { session, neighbours };
-            configs.push((format!("hybrid, {context:?}"), SearchMode::Hybrid, Fusion::default(), context));
+        // Choose on the development half only (the `dev half` rows).
+        for w in [2.0f32, 4.0, 8.0, 16.0] {
+            for (session, neighbours) in [(0.3, 0.2), (0.5, 0.3), (0.7, 0.4)] {
+                let context = Context { session, neighbours };
+                let fusion = Fusion::Calibrated { lexical_weight: w };
+                configs.push((format!("hybrid, λ {w}, {context:?}"), SearchMode::Hybrid, fusion, context));
+            }
         }
     }
     for (i, (label, mode, fusion, context)) in configs.iter().enumerate() {
         let (mode, fusion, context) = (*mode, *fusion, *context);
         let (by_cat, median) =
-            evaluate(&loaded, &|c, q| c.search(q).mode(mode).fusion(fusion).context(context).limit(50).run())?;
+            evaluate(loaded, &|c, q| c.search(q).mode(mode).fusion(fusion).context(context).limit(50).run())?;
         table(label, &by_cat, median, i < 4);
     }
     Ok(())

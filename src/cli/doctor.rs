@@ -37,17 +37,7 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
         let _ = std::fs::remove_file(info.dir.join("SEAL"));
         let opened = index.collection(&info.tenant, &info.project);
         let (state, detail) = match opened {
-            Ok(c) => {
-                let mut notes = Vec::new();
-                for (what, s) in [("graph", c.vector_index_state()), ("lexical index", c.lexical_index_state())] {
-                    if let convdex::VectorIndexState::Rebuilt(r) = s
-                        && *r != convdex::RebuildReason::Missing
-                    {
-                        notes.push(format!("{what} rebuilt ({r:?})"));
-                    }
-                }
-                ("ok", notes.join("; "))
-            }
+            Ok(c) => ("ok", notes(&c)),
             Err(e @ convdex::Error::Damaged { .. }) if repair => {
                 let report = index.repair(&info).context("repair failed")?;
                 let mut line = report.to_string();
@@ -71,8 +61,13 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
         };
         rows.push(serde_json::json!({"collection": info.name, "state": state, "detail": detail}));
     }
-    let model = match convdex::models::locate(None) {
-        Ok(f) => serde_json::json!({"state": "ok", "dir": f.dir}),
+    let spec = ctx.options()?.embed.spec()?;
+    let located = match spec.kind {
+        convdex::models::ModelKind::Onnx => convdex::models::locate_model(None, spec).map(|f| f.dir),
+        convdex::models::ModelKind::Static => convdex::models::locate_static(None, spec).map(|(t, _)| t),
+    };
+    let model = match located {
+        Ok(dir) => serde_json::json!({"state": "ok", "dir": dir}),
         Err(e) => {
             problem(format!("model: {e}"));
             serde_json::json!({"state": "missing", "detail": e.to_string()})
@@ -103,6 +98,25 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// What opening a collection repaired on its own, and a migration it still needs.
+fn notes(c: &convdex::Collection) -> String {
+    let mut notes = Vec::new();
+    for (what, s) in [("graph", c.vector_index_state()), ("lexical index", c.lexical_index_state())] {
+        if let convdex::VectorIndexState::Rebuilt(r) = s
+            && *r != convdex::RebuildReason::Missing
+        {
+            notes.push(format!("{what} rebuilt ({r:?})"));
+        }
+    }
+    if let Ok(Some(p)) = c.migration_progress() {
+        notes.push(format!(
+            "holds {}'s vectors ({} of {} documents re-embedded for {}); `convdex migrate` or `convdex index` moves it",
+            p.from, p.done, p.total, p.to
+        ));
+    }
+    notes.join("; ")
 }
 
 /// Each hook: installed in Claude Code's settings or not, and how its last run went.

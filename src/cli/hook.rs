@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use convdex::{Index, Options, RecallOptions};
+use convdex::{Index, RecallOptions};
 use serde_json::{Value, json};
 
 use super::Ctx;
@@ -98,7 +98,7 @@ fn field<'a>(p: &'a Value, key: &str) -> Option<&'a str> {
 
 fn open(ctx: &Ctx) -> anyhow::Result<Index> {
     // A hook must not wait long for a collection an indexing run is writing.
-    let mut opts = Options::default();
+    let mut opts = ctx.options()?;
     opts.collection.lock_wait = std::time::Duration::from_millis(1500);
     Ok(Index::open(&ctx.dir, opts)?)
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use convdex::{Index, IndexOptions, Options};
+use convdex::{Index, IndexOptions};
 
 use super::{Ctx, print_json, problem};
 
@@ -51,6 +51,9 @@ pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
         (true, _) => vec![convdex::default_history()],
     };
     let index = ctx.index()?;
+    // Collections built with another model move to the configured one first (resumable; they
+    // answer with their old model until then).
+    super::migrate::migrate_all(&index, None, a.json)?;
     let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(
@@ -102,7 +105,7 @@ fn hook(ctx: &Ctx, options: IndexOptions) -> anyhow::Result<()> {
     }
     // A hook runs in the background: wait longer for a collection another process is writing
     // (an MCP server's `index`, a manual run) than an interactive command would.
-    let mut opts = Options::default();
+    let mut opts = ctx.options()?;
     opts.collection.lock_wait = std::time::Duration::from_secs(30);
     let index = Index::open(&ctx.dir, opts)?;
     convdex::index_paths(&index, &[path], &options).context("indexing failed")?;

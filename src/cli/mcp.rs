@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use convdex::{DecisionFilter, DocBody, DocKind, Filter, Index, IndexOptions, Options, ProjectHit, Query, SearchMode};
+use convdex::{DecisionFilter, DocBody, DocKind, Filter, Index, IndexOptions, ProjectHit, Query, SearchMode};
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
@@ -148,9 +148,10 @@ fn with_notes(mut out: String, notes: &[String]) -> String {
 
 #[tool_router]
 impl Server {
-    /// A server over the data directory `dir`.
-    pub fn new(dir: PathBuf, config: Option<PathBuf>) -> anyhow::Result<Server> {
-        Ok(Server { index: Arc::new(Index::open(&dir, Options::default())?), config, tool_router: Self::tool_router() })
+    /// A server over the data directory of `ctx`, with its model.
+    pub fn new(ctx: &super::Ctx) -> anyhow::Result<Server> {
+        let index = Arc::new(Index::open(&ctx.dir, ctx.options()?)?);
+        Ok(Server { index, config: ctx.config.clone(), tool_router: Self::tool_router() })
     }
 
     #[tool(
@@ -361,9 +362,9 @@ impl ServerHandler for Server {
 /// or invalid-params error with its id, so a client never waits for an answer that will not come
 /// (rmcp ignores unparsable input and answers malformed requests without their id). Lines over
 /// [`MAX_MESSAGE_BYTES`] are refused the same way.
-pub fn serve(dir: PathBuf, config: Option<PathBuf>) -> anyhow::Result<()> {
+pub fn serve(ctx: &super::Ctx) -> anyhow::Result<()> {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let server = Server::new(dir, config)?;
+    let server = Server::new(ctx)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
         let (mut to_server, server_in) = tokio::io::duplex(1 << 16);

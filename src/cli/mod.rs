@@ -14,6 +14,7 @@ pub mod import;
 pub mod index;
 pub mod install;
 pub mod mcp;
+pub mod migrate;
 pub mod models;
 pub mod remember;
 pub mod render;
@@ -67,12 +68,24 @@ pub struct Ctx {
     pub dir: PathBuf,
     /// The config file given with `--config`, if any.
     pub config: Option<PathBuf>,
+    /// The embedding model given with `--model` (or `$CONVDEX_MODEL`), if any.
+    pub model: Option<String>,
 }
 
 impl Ctx {
-    /// The data directory's index, with the default model.
+    /// Index options with the chosen model.
+    pub fn options(&self) -> anyhow::Result<Options> {
+        let mut options = Options::default();
+        if let Some(m) = &self.model {
+            options.embed = options.embed.model(m.clone());
+            options.embed.spec()?;
+        }
+        Ok(options)
+    }
+
+    /// The data directory's index, with the chosen model.
     pub fn index(&self) -> anyhow::Result<Index> {
-        Ok(Index::open(&self.dir, Options::default())?)
+        Ok(Index::open(&self.dir, self.options()?)?)
     }
 
     /// Indexing options with the config file applied.

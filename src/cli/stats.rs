@@ -14,20 +14,27 @@ pub struct StatsArgs {
 
 /// Runs `convdex stats`.
 pub fn run(ctx: &Ctx, a: StatsArgs) -> anyhow::Result<()> {
-    let found = ctx.index()?.each(None, |info, c| Ok((info.clone(), c.stats()?)))?;
+    let found = ctx.index()?.each(None, |info, c| Ok((info.clone(), c.stats()?, c.migration_progress()?)))?;
     skipped(&found.skipped);
     let rows = found.found;
     if a.json {
         let v: Vec<_> = rows
             .iter()
-            .map(|(i, s)| serde_json::json!({"collection": i.name, "tenant": i.tenant, "project": i.project, "stats": s}))
+            .map(|(i, s, m)| {
+                let migration = m.as_ref().map(|p| serde_json::json!({"to": p.to, "done": p.done, "total": p.total}));
+                serde_json::json!({"collection": i.name, "tenant": i.tenant, "project": i.project, "stats": s,
+                    "migration": migration})
+            })
             .collect();
         return print_json(&v);
     }
-    for (i, s) in rows {
+    for (i, s, m) in rows {
         let last = s.last_indexed.map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_else(|| "never".into());
-        let forgotten =
+        let mut forgotten =
             if s.forgotten_sessions > 0 { format!("; {} forgotten", s.forgotten_sessions) } else { String::new() };
+        if let Some(p) = m {
+            forgotten.push_str(&format!("; moving to {} ({} of {} re-embedded)", p.to, p.done, p.total));
+        }
         println!(
             "{}: {} sessions, {} messages, {} decisions, {} summaries, {} chunks, {:.1} MB; model {}; last indexed {last}{forgotten}",
             i.name,

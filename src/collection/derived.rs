@@ -58,15 +58,23 @@ pub enum RebuildReason {
     Tombstones,
 }
 
-/// Loads the persisted graph in `dir` and brings it in line with the store at `generation`.
+/// The model of a graph dump that names none: dumps were written without a model before
+/// collections could change model, when all-MiniLM-L6-v2 was the only one.
+fn unnamed_dump_model() -> &'static str {
+    crate::models::Manifest::builtin().models.iter().find(|m| m.legacy_flat).map_or("", |m| m.id.as_str())
+}
+
+/// Loads the persisted graph in `dir` and brings it in line with the store at `generation`,
+/// whose vectors are `model`'s (a dump of another model's vectors is rebuilt).
 pub(crate) fn open_graph(
     db: &Database,
     dir: &Path,
     dim: usize,
     params: HnswParams,
     generation: u64,
+    model: &str,
 ) -> Result<(Ann, VectorIndexState)> {
-    Ok(match Ann::load(dir, dim, params) {
+    Ok(match Ann::load(dir, dim, params, model, unnamed_dump_model()) {
         Ok((_, g)) if g > generation => {
             (rebuild(db, dim, params)?, VectorIndexState::Rebuilt(RebuildReason::Stale { graph: g, store: generation }))
         }

@@ -43,7 +43,7 @@ impl Collection {
     /// the collection is opened (a pending compaction is recorded first, so a process killed
     /// in between cannot leave the text behind).
     pub fn forget_session(&self, session_id: &str) -> Result<ForgetReport> {
-        let model = self.embedder.model_id().to_string();
+        let target = self.migration_target();
         // Before anything is deleted: should this process die before the compaction that
         // scrubs the freed pages, the next open of the collection compacts it.
         mark_compaction_pending(self.dir())?;
@@ -60,9 +60,18 @@ impl Collection {
                 }
             }
             for doc in &docs {
-                for (key, _) in self.chunk_texts(&model, doc) {
+                for (key, _) in self.chunk_texts(doc) {
                     if crate::store::cache::remove(&tx, key)? {
                         report.cache_rows += 1;
+                    }
+                }
+                // A migration's rows of the new model go too.
+                if let Some(t) = &target {
+                    let mut next = tx.open_table(MIGRATION_CACHE)?;
+                    for (key, _) in self.chunk_texts_with(t.as_ref(), doc) {
+                        if next.remove(key.0)?.is_some() {
+                            report.cache_rows += 1;
+                        }
                     }
                 }
             }

@@ -5,6 +5,7 @@
 
 mod derived;
 pub(crate) mod forget;
+mod migrate;
 pub(crate) mod read;
 mod search;
 pub(crate) mod write;
@@ -24,6 +25,7 @@ use crate::store::{self, meta};
 
 pub use crate::store::meta::{CollectionMeta, SCHEMA_VERSION};
 pub use derived::{LexicalIndexState, RebuildReason, VectorIndexState};
+pub use migrate::{MigrationProgress, MigrationReport};
 pub use read::CollectionStats;
 pub use search::SearchBuilder;
 pub(crate) use search::hit;
@@ -85,13 +87,23 @@ impl std::fmt::Debug for CollectionOptions {
     }
 }
 
+/// Finds the embedder of a model a collection records, by model id (`None`: unknown here).
+pub(crate) type ResolveModel<'a> = &'a (dyn Fn(&str) -> Option<Arc<dyn Embedder>> + Sync);
+
 /// One `<tenant>_<project>_conversations` collection. `Send + Sync`: searches run while a batch
 /// is being written (redb MVCC for documents; the graph behind a briefly held lock).
+///
+/// A collection built with another model than the one configured keeps answering with its own
+/// model (its vectors and the query embedded by that model) until [`Collection::migrate`] has
+/// re-embedded every document with the configured one.
 pub struct Collection {
     name: String,
     dir: PathBuf,
     pub(crate) db: Database,
-    pub(crate) embedder: Arc<dyn Embedder>,
+    /// The model whose vectors the store holds (queries are embedded with it).
+    embedder: RwLock<Arc<dyn Embedder>>,
+    /// The configured model, when the store holds another one's vectors.
+    target: Mutex<Option<Arc<dyn Embedder>>>,
     pub(crate) ann: RwLock<Ann>,
     pub(crate) options: CollectionOptions,
     pub(crate) write_lock: Mutex<()>,
@@ -144,17 +156,20 @@ pub(crate) fn acquire_lock(dir: &Path, wait: Duration) -> Result<std::fs::File> 
 }
 
 impl Collection {
-    /// Opens (creating if needed) the collection stored in `dir`.
+    /// Opens (creating if needed) the collection stored in `dir`. A new collection uses
+    /// `embedder`; one that records another model is opened with that model's embedder from
+    /// `resolve`, and `embedder` becomes the target of [`Collection::migrate`].
     pub(crate) fn open(
         dir: &Path,
         name: &str,
         meta: CollectionMeta,
         embedder: Arc<dyn Embedder>,
         options: CollectionOptions,
+        resolve: ResolveModel<'_>,
     ) -> Result<Collection> {
         let init = meta.clone();
         let emb = embedder.clone();
-        Self::open_with(dir, name, meta, embedder, options, true, move |path| {
+        Self::open_with(dir, name, meta, embedder, options, true, resolve, move |path| {
             if !path.exists() {
                 // Create atomically: a fresh database is initialised under another name and
                 // renamed into place, so a crash during creation never leaves a half-written
@@ -187,7 +202,7 @@ impl Collection {
     ) -> Result<Collection> {
         let name = format!("{}_{}_conversations", meta.tenant, meta.project);
         let mut backend = Some(backend);
-        Self::open_with(dir, &name, meta, embedder, options, false, move |_| {
+        Self::open_with(dir, &name, meta, embedder, options, false, &|_| None, move |_| {
             let b = backend.take().expect("backend used once");
             Ok(Database::builder().create_with_backend(b)?)
         })
@@ -201,6 +216,7 @@ impl Collection {
         embedder: Arc<dyn Embedder>,
         options: CollectionOptions,
         on_disk: bool,
+        resolve: ResolveModel<'_>,
         make_db: impl FnOnce(&Path) -> Result<Database>,
     ) -> Result<Collection> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -209,7 +225,7 @@ impl Collection {
         let path = dir.join("data.redb");
         // redb panics on some damaged pages: a damaged collection is an error, never a crash.
         let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Self::open_locked(dir, name, meta, embedder, options, make_db, seal, lock)
+            Self::open_locked(dir, name, meta, (embedder, resolve), options, make_db, seal, lock)
         }));
         match opened {
             Ok(r) => r,
@@ -225,7 +241,7 @@ impl Collection {
         dir: &Path,
         name: &str,
         meta: CollectionMeta,
-        embedder: Arc<dyn Embedder>,
+        (configured, resolve): (Arc<dyn Embedder>, ResolveModel<'_>),
         options: CollectionOptions,
         make_db: impl FnOnce(&Path) -> Result<Database>,
         seal: Seal,
@@ -245,9 +261,31 @@ impl Collection {
             other => other?,
         };
         store::create_tables(&db)?;
-        meta::check_or_init_meta(&db, embedder.model_id(), embedder.dim(), &meta)?;
+        let (stored, stored_dim) = meta::check_or_init_meta(&db, configured.model_id(), configured.dim(), &meta)?;
+        let (embedder, target) = if stored == configured.model_id() && stored_dim == configured.dim() {
+            (configured, None)
+        } else {
+            match resolve(&stored) {
+                Some(own) if own.dim() == stored_dim => (own, Some(configured)),
+                _ => {
+                    return Err(Error::ModelMismatch {
+                        stored,
+                        stored_dim,
+                        configured: configured.model_id().to_string(),
+                        configured_dim: configured.dim(),
+                    });
+                }
+            }
+        };
         let generation = meta::read_generation(&db)?;
-        let (ann, opened) = derived::open_graph(&db, &dir.join("vectors"), embedder.dim(), options.hnsw, generation)?;
+        let (ann, opened) = derived::open_graph(
+            &db,
+            &dir.join("vectors"),
+            embedder.dim(),
+            options.hnsw,
+            generation,
+            embedder.model_id(),
+        )?;
         let (lexical, lexical_opened) = if options.lexical_index {
             let (l, s) = derived::open_lexical(&db, &dir.join("lexical"), generation, !intact)?;
             (Some(l), s)
@@ -258,7 +296,8 @@ impl Collection {
             name: name.to_string(),
             dir: dir.to_path_buf(),
             db,
-            embedder,
+            embedder: RwLock::new(embedder),
+            target: Mutex::new(target),
             ann: RwLock::new(ann),
             options,
             write_lock: Mutex::new(()),
@@ -273,6 +312,7 @@ impl Collection {
             coll.dirty.store(true, Ordering::SeqCst);
             coll.flush()?;
         }
+        coll.drop_stale_migration()?;
         Ok(coll)
     }
 
@@ -314,9 +354,16 @@ impl Collection {
         &self.lexical_opened
     }
 
-    /// The embedder in use.
-    pub fn embedder(&self) -> &Arc<dyn Embedder> {
-        &self.embedder
+    /// The embedder of the model whose vectors this collection holds (queries are embedded
+    /// with it).
+    pub fn embedder(&self) -> Arc<dyn Embedder> {
+        self.embedder.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The configured model's embedder when this collection still holds another model's
+    /// vectors: [`Collection::migrate`] moves it there.
+    pub fn migration_target(&self) -> Option<Arc<dyn Embedder>> {
+        self.target.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Collection metadata.

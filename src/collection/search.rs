@@ -161,8 +161,8 @@ impl<'c> SearchBuilder<'c> {
                 query::validate_limit(self.query.limit)?;
                 query::validate_ranking(&self.query.ranking)?;
                 self.query.filter.validate()?;
-                if v.len() != self.coll.embedder.dim() {
-                    return Err(Error::DimensionMismatch { expected: self.coll.embedder.dim(), got: v.len() });
+                if v.len() != self.coll.embedder().dim() {
+                    return Err(Error::DimensionMismatch { expected: self.coll.embedder().dim(), got: v.len() });
                 }
                 if matches!(self.query.mode, Some(SearchMode::Lexical | SearchMode::Hybrid)) {
                     return Err(Error::InvalidArgument(
@@ -186,7 +186,7 @@ impl<'c> SearchBuilder<'c> {
                 Some(v)
             }
             (None, SearchMode::Lexical) => None,
-            (None, _) => Some(coll.embedder.embed_one(&self.query.text)?),
+            (None, _) => Some(coll.embedder().embed_query(&self.query.text)?),
         };
         let route = RouteOverride { exact: self.exact, ef: self.ef };
         let (pool, plan) = coll.pool(&self.query, mode, vector.as_deref(), route)?;
@@ -242,7 +242,7 @@ impl Collection {
         let candidates = cands.as_ref().map_or(total, DocSet::len);
         let selectivity = if total == 0 { 0.0 } else { candidates as f32 / total as f32 };
         let mut plan = Plan { path: PlanPath::Lexical, mode, candidates, total, selectivity };
-        let mut pool = Pool::default();
+        let mut pool = Pool { model: self.embedder().model_id().to_string(), ..Pool::default() };
         if candidates == 0 {
             return Ok((pool, plan));
         }

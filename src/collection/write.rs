@@ -7,9 +7,12 @@ use std::sync::atomic::Ordering;
 
 use uuid::Uuid;
 
+use std::sync::Arc;
+
 use super::Collection;
 use super::derived::rebuild;
 use crate::doc::Document;
+use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::ids::{CacheKey, VectorId};
 use crate::store::tables::*;
@@ -45,6 +48,14 @@ pub struct AddReport {
     pub cached: usize,
     /// Store generation after the commit.
     pub generation: u64,
+}
+
+/// Every document's chunks, embedded by one model.
+pub(crate) struct Prepared {
+    /// Id of the model that computed the vectors.
+    pub(crate) model: String,
+    /// Per document, its chunks.
+    pub(crate) chunks: Vec<Vec<PreparedChunk>>,
 }
 
 /// One chunk of a document, ready to be stored: its cache key, its vector, and whether the model
@@ -83,6 +94,14 @@ impl Collection {
         self.commit_prepared(docs, prepared, report, None)
     }
 
+    /// The collection's embedder, with a guard against a migration that finished meanwhile:
+    /// vectors computed with it are committed only while it is still the collection's model.
+    fn current_model(&self) -> (Arc<dyn Embedder>, String) {
+        let e = self.embedder();
+        let id = e.model_id().to_string();
+        (e, id)
+    }
+
     /// Writes a session in one transaction: optionally deletes every document the session has
     /// (`replace`), adds `docs` (replacing by id), stores its ingest state and removes its
     /// tombstone (`unforget`). A process killed at any point leaves either the session as it
@@ -105,7 +124,7 @@ impl Collection {
                 vectors.len()
             )));
         }
-        let dim = self.embedder.dim();
+        let dim = self.embedder().dim();
         let mut prepared = Vec::with_capacity(docs.len());
         for v in vectors {
             if v.len() != dim {
@@ -115,6 +134,7 @@ impl Collection {
             crate::embed::normalize(&mut vector);
             prepared.push(vec![PreparedChunk { key: CacheKey(0), vector, fresh: false }]);
         }
+        let prepared = Prepared { model: self.embedder().model_id().to_string(), chunks: prepared };
         self.commit_prepared(docs, prepared, AddReport::default(), None)
     }
 
@@ -123,7 +143,7 @@ impl Collection {
     fn commit_prepared(
         &self,
         docs: &[Document],
-        prepared: Vec<Vec<PreparedChunk>>,
+        prepared: Prepared,
         mut report: AddReport,
         session: Option<SessionWrite<'_>>,
     ) -> Result<AddReport> {
@@ -132,6 +152,15 @@ impl Collection {
             return Ok(report);
         }
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if prepared.model != self.embedder().model_id() {
+            return Err(Error::InvalidArgument(format!(
+                "collection {} moved to model {} while this batch was embedded with {}; write it again",
+                self.name(),
+                self.embedder().model_id(),
+                prepared.model
+            )));
+        }
+        let prepared = prepared.chunks;
         let tx = self.db.begin_write()?;
         let mut removed = Vec::new();
         let mut unforgot = false;
@@ -218,16 +247,24 @@ impl Collection {
         self.maybe_rebuild_locked()
     }
 
-    /// The texts embedded for a document, one per chunk, with their embedding-cache keys.
-    pub(crate) fn chunk_texts(&self, model: &str, doc: &Document) -> Vec<(CacheKey, String)> {
+    /// The texts the collection's model embeds for a document, one per chunk, with their
+    /// embedding-cache keys.
+    pub(crate) fn chunk_texts(&self, doc: &Document) -> Vec<(CacheKey, String)> {
+        self.chunk_texts_with(self.embedder().as_ref(), doc)
+    }
+
+    /// The texts `embedder` embeds for a document, one per chunk (split with the model's own
+    /// tokenizer), with their embedding-cache keys.
+    pub(crate) fn chunk_texts_with(&self, embedder: &dyn Embedder, doc: &Document) -> Vec<(CacheKey, String)> {
         if doc.content.trim().is_empty() {
             return Vec::new();
         }
-        let offsets = self.embedder.token_offsets(&doc.content);
+        let model = embedder.model_id();
+        let offsets = embedder.token_offsets(&doc.content);
         let header = doc.embed_header();
+        let limit = self.options.chunk_tokens.min(embedder.max_tokens().saturating_sub(embedder.overhead_tokens()));
         // Leave room for the header's tokens (a date and a name: well under 24).
-        let budget =
-            if header.is_some() { self.options.chunk_tokens.saturating_sub(24) } else { self.options.chunk_tokens };
+        let budget = if header.is_some() { limit.saturating_sub(24) } else { limit };
         let ranges = crate::text::chunk::split(
             &doc.content,
             &offsets,
@@ -250,10 +287,11 @@ impl Collection {
 
     /// Chunks each document and finds (in the cache) or computes (with the model) each chunk's
     /// vector.
-    fn prepare(&self, docs: &[Document], report: &mut AddReport) -> Result<Vec<Vec<PreparedChunk>>> {
-        let model = self.embedder.model_id().to_string();
-        let dim = self.embedder.dim();
-        let texts: Vec<Vec<(CacheKey, String)>> = docs.iter().map(|d| self.chunk_texts(&model, d)).collect();
+    fn prepare(&self, docs: &[Document], report: &mut AddReport) -> Result<Prepared> {
+        let (embedder, model) = self.current_model();
+        let dim = embedder.dim();
+        let texts: Vec<Vec<(CacheKey, String)>> =
+            docs.iter().map(|d| self.chunk_texts_with(embedder.as_ref(), d)).collect();
         let mut found = store::cache::lookup(&self.db, texts.iter().flatten().map(|(k, _)| k), dim)?;
         let cached: std::collections::HashSet<CacheKey> = found.keys().copied().collect();
         let mut todo: Vec<(CacheKey, &str)> = Vec::new();
@@ -265,7 +303,7 @@ impl Collection {
         }
         if !todo.is_empty() {
             let strs: Vec<&str> = todo.iter().map(|(_, t)| *t).collect();
-            let vecs = self.embedder.embed(&strs)?;
+            let vecs = embedder.embed(&strs)?;
             for ((key, _), v) in todo.iter().zip(vecs) {
                 if v.len() != dim {
                     return Err(Error::DimensionMismatch { expected: dim, got: v.len() });
@@ -286,7 +324,7 @@ impl Collection {
             }
             out.push(per);
         }
-        Ok(out)
+        Ok(Prepared { model, chunks: out })
     }
 
     /// Deletes every document of a session (one transaction). Returns how many were deleted.
@@ -330,7 +368,7 @@ impl Collection {
             (ann.tombstoned_points(), ann.points())
         };
         if total > 0 && dead as f32 / total as f32 > self.options.rebuild_tombstone_ratio {
-            let fresh = rebuild(&self.db, self.embedder.dim(), self.options.hnsw)?;
+            let fresh = rebuild(&self.db, self.embedder().dim(), self.options.hnsw)?;
             *self.ann.write().unwrap_or_else(|e| e.into_inner()) = fresh;
             self.dirty.store(true, Ordering::SeqCst);
         }
@@ -340,7 +378,7 @@ impl Collection {
     /// Rebuilds the graph from the stored vectors now.
     pub fn rebuild_vector_index(&self) -> Result<()> {
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let fresh = rebuild(&self.db, self.embedder.dim(), self.options.hnsw)?;
+        let fresh = rebuild(&self.db, self.embedder().dim(), self.options.hnsw)?;
         *self.ann.write().unwrap_or_else(|e| e.into_inner()) = fresh;
         self.dirty.store(true, Ordering::SeqCst);
         drop(_w);
@@ -366,7 +404,7 @@ impl Collection {
             self.ann.write().unwrap_or_else(|e| e.into_inner()).poll(true);
         }
         let ann = self.ann.read().unwrap_or_else(|e| e.into_inner());
-        let res = ann.dump(&self.dir.join("vectors"), generation);
+        let res = ann.dump(&self.dir.join("vectors"), generation, self.embedder().model_id());
         if res.is_err() {
             self.dirty.store(true, Ordering::SeqCst);
         }
@@ -376,7 +414,7 @@ impl Collection {
     /// Writes embedding-cache rows read back from a damaged store ([`crate::Index::repair`]);
     /// rows whose vector has another dimension are skipped. Returns how many were written.
     pub(crate) fn restore_cache(&self, rows: &[(u128, Vec<u8>)]) -> Result<usize> {
-        let dim_bytes = self.embedder.dim() * 4;
+        let dim_bytes = self.embedder().dim() * 4;
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let tx = self.db.begin_write()?;
         let mut n = 0;

@@ -2,11 +2,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{EmbedOptions, Embedder, FastEmbedder};
+use super::{EmbedOptions, Embedder};
 use crate::error::Result;
-use crate::models::Manifest;
+use crate::models::ModelSpec;
 
-/// [`FastEmbedder`] loaded when a text is first embedded or split, not before: a process that
+/// The model [`EmbedOptions`] choose ([`super::FastEmbedder`] or [`super::StaticEmbedder`])
+/// loaded when a text is first embedded or split, not before: a process that
 /// only reads (lexical search, decisions, blame, handoff, stats) never verifies the model files
 /// or starts ONNX Runtime. Its id and dimension come from the built-in manifest, so collections
 /// open and check their model without loading it. A model that cannot be loaded is reported by
@@ -14,22 +15,27 @@ use crate::models::Manifest;
 /// by every later one.
 pub struct LazyEmbedder {
     options: EmbedOptions,
-    model_id: String,
-    dim: usize,
-    loaded: Mutex<Option<Arc<FastEmbedder>>>,
+    spec: &'static ModelSpec,
+    loaded: Mutex<Option<Arc<dyn Embedder>>>,
 }
 
 impl std::fmt::Debug for LazyEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LazyEmbedder").field("model_id", &self.model_id).field("loaded", &self.is_loaded()).finish()
+        f.debug_struct("LazyEmbedder").field("model_id", &self.spec.id).field("loaded", &self.is_loaded()).finish()
     }
 }
 
 impl LazyEmbedder {
-    /// An embedder that loads the model with `options` on first use.
-    pub fn new(options: EmbedOptions) -> Self {
-        let manifest = Manifest::builtin();
-        LazyEmbedder { options, model_id: manifest.model_id.clone(), dim: manifest.dimension, loaded: Mutex::new(None) }
+    /// An embedder that loads the model `options` choose ([`EmbedOptions::model`]) on first
+    /// use. An unknown model name is an error now, not at the first embedding.
+    pub fn new(options: EmbedOptions) -> Result<Self> {
+        let spec = options.spec()?;
+        Ok(LazyEmbedder { options, spec, loaded: Mutex::new(None) })
+    }
+
+    /// The model's entry in the manifest.
+    pub fn spec(&self) -> &'static ModelSpec {
+        self.spec
     }
 
     /// Whether the model has been loaded.
@@ -38,12 +44,12 @@ impl LazyEmbedder {
     }
 
     /// The loaded model, loading it now if needed.
-    pub fn model(&self) -> Result<Arc<FastEmbedder>> {
+    pub fn model(&self) -> Result<Arc<dyn Embedder>> {
         let mut slot = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = slot.as_ref() {
             return Ok(m.clone());
         }
-        let m = Arc::new(FastEmbedder::with_options(self.options.clone())?);
+        let m = super::load(self.options.clone())?;
         *slot = Some(m.clone());
         Ok(m)
     }
@@ -51,15 +57,26 @@ impl LazyEmbedder {
 
 impl Embedder for LazyEmbedder {
     fn model_id(&self) -> &str {
-        &self.model_id
+        &self.spec.id
     }
 
     fn dim(&self) -> usize {
-        self.dim
+        self.spec.dimension
     }
 
     fn max_tokens(&self) -> usize {
         self.options.max_tokens
+    }
+
+    fn overhead_tokens(&self) -> usize {
+        match self.model() {
+            Ok(m) => m.overhead_tokens(),
+            Err(_) => 2,
+        }
+    }
+
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        self.model()?.embed_query(text)
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {

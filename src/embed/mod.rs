@@ -1,19 +1,34 @@
 //! Text → unit-length vectors.
 //!
-//! [`Embedder`] is the one seam between convdex and a model. [`FastEmbedder`] runs the real
-//! all-MiniLM-L6-v2 (int8 ONNX) through fastembed and ONNX Runtime, fully offline, and
-//! [`LazyEmbedder`] loads it on first use (an [`crate::Index`]'s default);
-//! [`HashEmbedder`] is a deterministic stand-in for fast unit tests only.
+//! [`Embedder`] is the one seam between convdex and a model. [`FastEmbedder`] runs a real model
+//! of the manifest (multilingual-e5-small by default, or all-MiniLM-L6-v2) through fastembed and
+//! ONNX Runtime, fully offline, and [`LazyEmbedder`] loads it on first use (an
+//! [`crate::Index`]'s default); [`HashEmbedder`] is a deterministic stand-in for fast unit tests
+//! only. Stored texts and queries are embedded apart ([`Embedder::embed`],
+//! [`Embedder::embed_query`]): models trained with instructions read them differently.
 
 mod fast;
 mod hash;
 mod lazy;
+mod static_model;
 
 pub use fast::{EmbedOptions, FastEmbedder};
 pub use hash::HashEmbedder;
 pub use lazy::LazyEmbedder;
+pub use static_model::StaticEmbedder;
+
+use std::sync::Arc;
 
 use crate::error::Result;
+use crate::models::ModelKind;
+
+/// Loads the model `options` choose, of whichever kind it is.
+pub fn load(options: EmbedOptions) -> Result<Arc<dyn Embedder>> {
+    Ok(match options.spec()?.kind {
+        ModelKind::Onnx => Arc::new(FastEmbedder::with_options(options)?),
+        ModelKind::Static => Arc::new(StaticEmbedder::with_options(options)?),
+    })
+}
 
 /// Turns texts into unit-length vectors of a fixed dimension.
 ///
@@ -25,16 +40,28 @@ pub trait Embedder: Send + Sync {
     fn model_id(&self) -> &str;
     /// Output dimension.
     fn dim(&self) -> usize;
-    /// Embeds a batch.
+    /// Embeds a batch of stored texts (passages).
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
-    /// Embeds one text.
+    /// Embeds one stored text.
     fn embed_one(&self, text: &str) -> Result<Vec<f32>> {
         Ok(self.embed(&[text])?.pop().unwrap_or_default())
     }
-    /// Maximum number of tokens the model reads; longer texts are truncated, so callers split
-    /// them first (see [`Embedder::token_offsets`]).
+    /// Embeds a search query. Models trained with instructions (e5: `query: ` before a
+    /// question, `passage: ` before a stored text) embed the two differently. Default: as a
+    /// stored text.
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        self.embed_one(text)
+    }
+    /// Maximum number of tokens the model reads, special tokens and prefix included; longer
+    /// texts are truncated, so callers split them first (see [`Embedder::token_offsets`]).
     fn max_tokens(&self) -> usize {
         256
+    }
+    /// Tokens of every text the model reads besides its content: special tokens and the
+    /// passage prefix. A chunk holds at most `max_tokens() - overhead_tokens()` tokens.
+    /// Default: 2.
+    fn overhead_tokens(&self) -> usize {
+        2
     }
     /// Byte offsets `(start, end)` of each model token in `text`, without special tokens.
     /// The default approximates a token as a whitespace-separated word.

@@ -144,7 +144,7 @@ impl Index {
         // cannot load is reported when the first collection asks for the vector.
         if query.mode != Some(SearchMode::Lexical)
             && let Ok(e) = self.embedder()
-            && let Ok(v) = e.embed_one(&query.text)
+            && let Ok(v) = e.embed_query(&query.text)
         {
             vectors.insert(e.model_id().to_string(), v);
         }
@@ -155,7 +155,7 @@ impl Index {
                 _ => {
                     let model = c.embedder().model_id().to_string();
                     if !vectors.contains_key(&model) {
-                        vectors.insert(model.clone(), c.embedder().embed_one(&query.text)?);
+                        vectors.insert(model.clone(), c.embedder().embed_query(&query.text)?);
                     }
                     vectors.get(&model).cloned()
                 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) mod across;
 pub(crate) mod compact;
+mod migrate;
 pub(crate) mod recall;
 pub(crate) mod repair;
 
@@ -72,6 +73,8 @@ pub struct Index {
     root: PathBuf,
     options: Options,
     embedder: OnceLock<Arc<dyn Embedder>>,
+    /// Embedders of other models that collections record (loaded when first used).
+    others: Mutex<HashMap<String, Arc<dyn Embedder>>>,
     open: Mutex<HashMap<String, Weak<Collection>>>,
 }
 
@@ -126,7 +129,7 @@ impl Index {
         if let Some(e) = &options.embedder {
             let _ = embedder.set(e.clone());
         }
-        Ok(Index { root, options, embedder, open: Mutex::new(HashMap::new()) })
+        Ok(Index { root, options, embedder, others: Mutex::new(HashMap::new()), open: Mutex::new(HashMap::new()) })
     }
 
     /// The data directory.
@@ -144,13 +147,32 @@ impl Index {
         self.open.lock().unwrap_or_else(|e| e.into_inner()).get(name).and_then(Weak::upgrade).is_some()
     }
 
-    /// The embedder ([`Options::embedder`], else the default model, loaded when first used).
+    /// The embedder ([`Options::embedder`], else the model [`EmbedOptions::model`] names,
+    /// loaded when first used): new collections use it, and collections built with another
+    /// model move to it ([`Index::migrate`]).
     pub fn embedder(&self) -> Result<Arc<dyn Embedder>> {
         if let Some(e) = self.embedder.get() {
             return Ok(e.clone());
         }
-        let e: Arc<dyn Embedder> = Arc::new(LazyEmbedder::new(self.options.embed.clone()));
+        let e: Arc<dyn Embedder> = Arc::new(LazyEmbedder::new(self.options.embed.clone())?);
         Ok(self.embedder.get_or_init(|| e).clone())
+    }
+
+    /// An embedder for the model a collection records (by model id), when this build knows
+    /// it: the configured one, or another model of the manifest, loaded when first used.
+    fn embedder_for_model(&self, model_id: &str) -> Option<Arc<dyn Embedder>> {
+        if let Some(e) = self.embedder.get().filter(|e| e.model_id() == model_id) {
+            return Some(e.clone());
+        }
+        let mut others = self.others.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = others.get(model_id) {
+            return Some(e.clone());
+        }
+        let spec = crate::models::Manifest::builtin().by_id(model_id)?;
+        let options = EmbedOptions { model: Some(spec.name.clone()), ..self.options.embed.clone() };
+        let e: Arc<dyn Embedder> = Arc::new(LazyEmbedder::new(options).ok()?);
+        others.insert(model_id.to_string(), e.clone());
+        Some(e)
     }
 
     /// Opens (creating if needed) the collection of `tenant` and `project`. Names are
@@ -180,7 +202,9 @@ impl Index {
             project_path: project_path.map(str::to_string),
             last_indexed_at_ms: None,
         };
-        let coll = Arc::new(Collection::open(&dir, &name, meta, self.embedder()?, self.options.collection.clone())?);
+        let resolve = |id: &str| self.embedder_for_model(id);
+        let coll =
+            Arc::new(Collection::open(&dir, &name, meta, self.embedder()?, self.options.collection.clone(), &resolve)?);
         // `collection.json` is derived (it lets `collections` list without opening): written when
         // missing, unreadable or wrong, atomically.
         let project_path = coll.meta()?.project_path;

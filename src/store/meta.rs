@@ -51,10 +51,16 @@ pub(crate) fn read_generation(db: &impl ReadableDatabase) -> Result<u64> {
     Ok(get_u64(&tx.open_table(META)?, META_GENERATION)?.unwrap_or(0))
 }
 
-/// Initialises a new store's metadata, or checks an existing one's layout version and model.
-pub(crate) fn check_or_init_meta(db: &Database, model_id: &str, dim: usize, meta: &CollectionMeta) -> Result<()> {
+/// Initialises a new store's metadata (recording `model_id` and `dim`), or checks an existing
+/// one's layout version. Returns the model id and dimension the store records.
+pub(crate) fn check_or_init_meta(
+    db: &Database,
+    model_id: &str,
+    dim: usize,
+    meta: &CollectionMeta,
+) -> Result<(String, usize)> {
     let tx = db.begin_write()?;
-    {
+    let stored = {
         let mut t = tx.open_table(META)?;
         let schema = t.get(META_SCHEMA)?.map(|v| v.value().to_vec());
         match schema {
@@ -65,6 +71,7 @@ pub(crate) fn check_or_init_meta(db: &Database, model_id: &str, dim: usize, meta
                 t.insert(META_GENERATION, 0u64.to_le_bytes().as_slice())?;
                 t.insert(META_NEXT_ID, 1u64.to_le_bytes().as_slice())?;
                 t.insert(META_COLLECTION, codec::encode(meta).as_slice())?;
+                (model_id.to_string(), dim)
             }
             Some(bytes) => {
                 let found = bytes.as_slice().try_into().map(u32::from_le_bytes).unwrap_or(u32::MAX);
@@ -73,19 +80,61 @@ pub(crate) fn check_or_init_meta(db: &Database, model_id: &str, dim: usize, meta
                 }
                 let stored =
                     t.get(META_MODEL)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default();
-                let stored_dim = get_u64(&t, META_DIM)?.unwrap_or(0) as usize;
-                if stored != model_id || stored_dim != dim {
-                    return Err(Error::ModelMismatch {
-                        stored,
-                        stored_dim,
-                        configured: model_id.to_string(),
-                        configured_dim: dim,
-                    });
-                }
+                (stored, get_u64(&t, META_DIM)?.unwrap_or(0) as usize)
             }
         }
-    }
+    };
     tx.commit()?;
+    Ok(stored)
+}
+
+/// A collection's move to another model, kept in `meta` while it lasts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MigrationState {
+    /// The model being moved to.
+    pub(crate) to_model: String,
+    /// Its dimension.
+    pub(crate) to_dim: u64,
+    /// Documents with a smaller internal id have their new vectors in `migration_vectors`.
+    pub(crate) next_doc: u64,
+}
+
+pub(crate) const META_MIGRATION: &str = "migration";
+
+/// The migration in progress, if any.
+pub(crate) fn migration(db: &impl ReadableDatabase) -> Result<Option<MigrationState>> {
+    let tx = db.begin_read()?;
+    let t = tx.open_table(META)?;
+    match t.get(META_MIGRATION)? {
+        Some(v) => Ok(Some(codec::decode("migration state", v.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// The migration in progress, read in a write transaction.
+pub(crate) fn migration_in(tx: &WriteTransaction) -> Result<Option<MigrationState>> {
+    let t = tx.open_table(META)?;
+    match t.get(META_MIGRATION)? {
+        Some(v) => Ok(Some(codec::decode("migration state", v.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// Records (or, with `None`, ends) the migration in `tx`.
+pub(crate) fn set_migration(tx: &WriteTransaction, state: Option<&MigrationState>) -> Result<()> {
+    let mut t = tx.open_table(META)?;
+    match state {
+        Some(s) => t.insert(META_MIGRATION, codec::encode(s).as_slice())?,
+        None => t.remove(META_MIGRATION)?,
+    };
+    Ok(())
+}
+
+/// Records the model whose vectors the store holds, in `tx`.
+pub(crate) fn set_model(tx: &WriteTransaction, model_id: &str, dim: usize) -> Result<()> {
+    let mut t = tx.open_table(META)?;
+    t.insert(META_MODEL, model_id.as_bytes())?;
+    t.insert(META_DIM, (dim as u64).to_le_bytes().as_slice())?;
     Ok(())
 }
 

@@ -65,6 +65,15 @@ pub(crate) fn remove_document(tx: &WriteTransaction, id: u64) -> Result<Option<D
     for k in keys {
         vectors.remove(k)?;
     }
+    // A migration's vectors of the document go with it.
+    let mut next = tx.open_table(MIGRATION_VECTORS)?;
+    let keys: Vec<u64> = next
+        .range(crate::ids::VectorId::range_of(id))?
+        .map(|r| r.map(|(k, _)| k.value()))
+        .collect::<std::result::Result<_, _>>()?;
+    for k in keys {
+        next.remove(k)?;
+    }
     Ok(Some(doc))
 }
 
@@ -76,6 +85,8 @@ pub(crate) fn create_tables(db: &redb::Database) -> Result<()> {
     tx.open_table(UUIDS)?;
     tx.open_table(VECTORS)?;
     tx.open_table(EMBED_CACHE)?;
+    tx.open_table(MIGRATION_VECTORS)?;
+    tx.open_table(MIGRATION_CACHE)?;
     tx.open_table(SESSIONS)?;
     tx.open_table(FORGOTTEN)?;
     for t in [IDX_TAG, IDX_DOMAIN, IDX_SESSION, IDX_FILE] {

@@ -26,6 +26,11 @@ pub(crate) const IDX_FILE: MultimapTableDefinition<'_, &str, u64> = MultimapTabl
 pub(crate) const IDX_TIME: MultimapTableDefinition<'_, i64, u64> = MultimapTableDefinition::new("idx_time");
 /// Embedding cache: 128-bit hash of (model id, text) → raw little-endian f32.
 pub(crate) const EMBED_CACHE: TableDefinition<'_, u128, &[u8]> = TableDefinition::new("embed_cache");
+/// A migration to another model ([`crate::Collection::migrate`]): the new model's vectors,
+/// keyed like [`VECTORS`], until the last batch swaps them in.
+pub(crate) const MIGRATION_VECTORS: TableDefinition<'_, u64, &[u8]> = TableDefinition::new("migration_vectors");
+/// A migration's embedding-cache rows for the new model, keyed like [`EMBED_CACHE`].
+pub(crate) const MIGRATION_CACHE: TableDefinition<'_, u128, &[u8]> = TableDefinition::new("migration_cache");
 /// Per-session ingest state (fingerprints), codec-encoded.
 pub(crate) const SESSIONS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("sessions");
 /// Forgotten sessions (`convdex forget`): session id → when it was forgotten (ms since epoch).

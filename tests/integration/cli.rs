@@ -59,7 +59,7 @@ fn commands_json_exit_codes_and_forget() {
     let s = &stats[0]["stats"];
     assert_eq!(stats[0]["project"], "acme-api");
     assert!(s["messages"].as_u64().unwrap() > 5 && s["sessions"] == 1);
-    assert!(s["model"].as_str().is_some_and(|m| m.contains("MiniLM")), "{s}");
+    assert!(s["model"].as_str().is_some_and(|m| m.contains("multilingual-e5-small")), "{s}");
     assert!(s["last_indexed"].as_str().is_some(), "{s}");
     let handoff = cli.json(&["handoff", "--json"]);
     assert_eq!(handoff["project"], "acme-api");
@@ -67,7 +67,10 @@ fn commands_json_exit_codes_and_forget() {
     assert!(cli.json(&["decisions", "--json", "--all"]).is_array());
     let blame = cli.json(&["blame", "src/auth.rs", "--json"]);
     assert_eq!(blame[0]["session"], SESSION);
-    assert!(cli.json(&["models", "check", "--json"])["model_dir"].is_string());
+    let models = cli.json(&["models", "check", "--json"]);
+    let default = models.as_array().unwrap().iter().find(|m| m["default"] == true).unwrap();
+    assert_eq!((default["model"].as_str(), default["state"].as_str()), (Some("multilingual-e5-small"), Some("ok")));
+    assert!(default["model_dir"].is_string() && default["runtime"].is_string(), "{models}");
     assert!(cli.json(&["runs", sample, "--json"]).is_array());
 
     // Import: good documents land in their project, bad ones are reported and skipped (exit 3:

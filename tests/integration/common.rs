@@ -4,10 +4,19 @@ use std::sync::OnceLock;
 
 use convdex::FastEmbedder;
 
-/// The real model, loaded once per test process.
+/// The real default model (multilingual-e5-small), loaded once per test process.
 pub fn model() -> &'static FastEmbedder {
     static M: OnceLock<FastEmbedder> = OnceLock::new();
     M.get_or_init(|| FastEmbedder::new().expect("model provisioned: run `make models`"))
+}
+
+/// The real all-MiniLM-L6-v2 (the default of earlier versions), loaded once per test process.
+pub fn minilm() -> &'static FastEmbedder {
+    static M: OnceLock<FastEmbedder> = OnceLock::new();
+    M.get_or_init(|| {
+        FastEmbedder::with_options(convdex::EmbedOptions::default().model("all-minilm-l6-v2"))
+            .expect("model provisioned: run `make models`")
+    })
 }
 
 pub use convdex::testutil::clustered_vectors;

@@ -167,7 +167,64 @@ fn paraphrases_identifiers_paths_errors_and_phrases_in_every_mode() {
     println!("paraphrases in the top 5 (3 searches each): semantic {found_semantic}, hybrid {found_hybrid}");
     assert!(semantic_only >= 1, "no paraphrase was found semantically but missed lexically");
     assert!(found_hybrid >= found_semantic, "hybrid finds fewer paraphrases than semantic search");
-    let kinds: BTreeSet<String> = lexical.queries.iter().map(|c| c.kind.clone()).collect();
-    assert_eq!(semantic_missed, kinds, "every kind has a case that semantic search misses and lexical finds");
+    // With all-MiniLM-L6-v2 every kind had a case semantic search missed; multilingual-e5-small
+    // finds the identifier, error and phrase cases by meaning too (2026-11-24) and still misses
+    // a file path: words stay necessary.
+    println!("kinds with a case semantic search misses: {semantic_missed:?}");
+    assert!(!semantic_missed.is_empty(), "no lexical case is missed by semantic search");
     assert!(misses.is_empty(), "not in the top 5: {misses:#?}");
+}
+
+/// Across languages, with the default model, on real transcripts: an English question finds a
+/// Chinese session (a Windows history: a release APK that never finishes installing on a
+/// Huawei phone) and a Chinese question finds an English one (pushing the `.claude` directory
+/// to a GitHub repository), by meaning alone and in the default hybrid search. Both questions
+/// come from `tests/data/multilingual.tsv` (ids 10 and 47). English-only MiniLM's ranks are
+/// printed for comparison.
+#[test]
+fn a_chinese_question_finds_an_english_session_and_the_reverse() {
+    let transcripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/transcripts");
+    let h = tempfile::tempdir().unwrap();
+    let files = [
+        ("13562964800+claude-skills/projects/C--Users-Administrator", "737cdee4-7c23-4c05-adf7-6e7417388b68"),
+        ("13562964800+claude-skills/projects/C--Users-Administrator", "b244d562-da4e-4f3c-bb42-87ce2ac1d512"),
+        ("13562964800+claude-skills/projects/C--Users-Administrator", "9bca3372-c42b-43b5-8b96-50ecd5975c47"),
+        ("CaptainRandom00+Claude-Code/projects/-Users-cedricmukolonga--claude", "db754e41-47a2-4161-95da-658664903487"),
+    ];
+    for (folder, session) in files {
+        let dst = h.path().join(Path::new(folder).file_name().unwrap());
+        std::fs::create_dir_all(&dst).unwrap();
+        std::fs::copy(transcripts.join(folder).join(format!("{session}.jsonl")), dst.join(format!("{session}.jsonl")))
+            .unwrap();
+    }
+    let folders: Vec<PathBuf> = std::fs::read_dir(h.path()).unwrap().flatten().map(|e| e.path()).collect();
+    let cases = [
+        ("release APK starts installing on a Huawei phone but never says it finished", "b244d562"),
+        ("把我的 .claude 目录推送到 GitHub 仓库保存", "db754e41"),
+    ];
+    let mut ranks = Vec::new();
+    for model_name in ["multilingual-e5-small", "all-minilm-l6-v2"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = Options::default();
+        options.embed = options.embed.model(model_name);
+        let index = Index::open(dir.path(), options).unwrap();
+        convdex::index_paths(&index, &folders, &IndexOptions { tenant: Some("t".into()), ..Default::default() })
+            .unwrap();
+        for (query, session) in cases {
+            for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+                let mut q = convdex::Query::new(query);
+                q.mode = Some(mode);
+                q.limit = 5;
+                let hits = index.search(None, &q).unwrap().found;
+                let rank = hits.iter().position(|h| h.hit.doc.session_id.starts_with(session)).map(|r| r + 1);
+                println!("{model_name} {mode:?} {rank:?}: {query}");
+                ranks.push((model_name, mode, query, rank));
+            }
+        }
+    }
+    for (model_name, mode, query, rank) in &ranks {
+        if *model_name == "multilingual-e5-small" {
+            assert!(rank.is_some(), "{mode:?}: not in the top 5: {query}");
+        }
+    }
 }

@@ -225,3 +225,55 @@ fn forget_killed_anywhere_leaves_no_forgotten_text() {
     }
     println!("forget: {kills} kills (seed {seed:#x}), {killed} before it finished, full run {full:?}");
 }
+
+/// Per collection: the model its vectors come from and whether a migration is pending.
+fn models(data: &Path) -> BTreeMap<String, (String, bool)> {
+    let v: Value = serde_json::from_slice(&run(data, &["stats", "--json"]).stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let model = c["stats"]["model"].as_str().unwrap().to_string();
+            (c["collection"].as_str().unwrap().to_string(), (model, !c["migration"].is_null()))
+        })
+        .collect()
+}
+
+#[test]
+fn migrate_killed_anywhere_is_finished_by_the_next_run() {
+    let h = history();
+    let projects = h.path().join("projects");
+    let p = projects.to_str().unwrap();
+    // Two collections built with all-MiniLM-L6-v2, as by an earlier version.
+    let base = tempfile::tempdir().unwrap();
+    run(base.path(), &["--model", "all-minilm-l6-v2", "index", p]);
+    let expected = counts(base.path());
+    assert!(
+        models(base.path()).values().all(|(m, pending)| m.contains("MiniLM") && *pending),
+        "{:?}",
+        models(base.path())
+    );
+    let timing = tempfile::tempdir().unwrap();
+    copy_dir(base.path(), timing.path());
+    let t = Instant::now();
+    run(timing.path(), &["migrate"]);
+    let full = t.elapsed();
+    let seed = env_or("CONVDEX_CRASH_SEED", 0x5eed) ^ 0x0e5;
+    let kills = env_or("CONVDEX_CRASH_KILLS", 10).div_ceil(2);
+    let mut rng = Rng(seed);
+    let mut killed = 0;
+    for i in 0..kills {
+        let data = tempfile::tempdir().unwrap();
+        copy_dir(base.path(), data.path());
+        let delay = full.mul_f32(rng.uniform());
+        killed += usize::from(!kill_after(data.path(), &["migrate"], delay));
+        // Whatever the kill left, the collections still answer and count the same.
+        assert_eq!(counts(data.path()), expected, "seed {seed:#x} kill {i} at {delay:?}: after the kill");
+        // `index` migrates first: everything ends on the default model, nothing lost.
+        run(data.path(), &["index", p]);
+        assert_eq!(counts(data.path()), expected, "seed {seed:#x} kill {i} at {delay:?}: after the next run");
+        let m = models(data.path());
+        assert!(m.values().all(|(m, pending)| m.contains("multilingual-e5-small") && !pending), "kill {i}: {m:?}");
+    }
+    println!("migrate: {kills} kills (seed {seed:#x}), {killed} before it finished, full run {full:?}");
+}

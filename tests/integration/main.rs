@@ -21,6 +21,7 @@ mod forget;
 mod fuzz;
 mod import;
 mod mcp;
+mod migrate;
 mod model_ops;
 mod ranking;
 mod real_search;
