@@ -77,15 +77,15 @@ fn time<F: FnMut()>(mut f: F) -> Duration {
     start.elapsed()
 }
 
-fn rate(e: &FastEmbedder, refs: &[&str]) -> f64 {
+fn rate(e: &dyn Embedder, refs: &[&str]) -> f64 {
     let d = time(|| {
         e.embed(refs).unwrap();
     });
     refs.len() as f64 / d.as_secs_f64()
 }
 
-fn embedder(model: &str, options: EmbedOptions) -> FastEmbedder {
-    FastEmbedder::with_options(options.model(model)).expect("run `make models` first")
+fn embedder(model: &str, options: EmbedOptions) -> std::sync::Arc<dyn Embedder> {
+    convdex::embed::load(options.model(model)).expect("run `make models` first")
 }
 
 fn main() {
@@ -110,7 +110,7 @@ fn main() {
                     .iter()
                     .map(|s| e.token_offsets(s).len().min(256 - e.overhead_tokens()) + e.overhead_tokens())
                     .sum();
-                let r = rate(&e, &refs);
+                let r = rate(e.as_ref(), &refs);
                 let reference = *base_rate.get_or_insert(r);
                 rows.push(format!(
                     "| {model} | {label} | {} | {batch} | {r:.0} | {:.0} | {:.2}× |",
@@ -164,7 +164,7 @@ fn main() {
     println!("|---|---:|");
     for threads in [1usize, 2] {
         let e = embedder(default, EmbedOptions::default().threads(threads));
-        println!("| {threads} intra-op thread(s) | {:.0} |", rate(&e, &refs));
+        println!("| {threads} intra-op thread(s) | {:.0} |", rate(e.as_ref(), &refs));
     }
 
     // Mixed lengths: sorted vs unsorted, batch 32, measured back to back.

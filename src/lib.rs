@@ -106,7 +106,7 @@ pub use error::{Error, Result};
 pub use ids::LoadFailure;
 pub use index::across::{Across, BlameSession, DecisionFilter, FoundSession, OpenCollection, ProjectHit, SessionAt};
 pub use index::compact::CompactReport;
-pub use index::recall::{DEFAULT_RECALL_RELEVANCE, RecallOptions, count_tokens, excerpt};
+pub use index::recall::{DEFAULT_RECALL_RELEVANCE, RecallOptions, count_tokens};
 pub use index::repair::RepairReport;
 pub use index::{CollectionInfo, Index, Opened, Options, Skipped, collection_name, validate_name};
 pub use indexer::import::{ImportReport, import_conversations, read_conversation};

@@ -40,6 +40,15 @@ impl Commands {
         Commands { program: program.to_string(), global }
     }
 
+    /// The same commands with `--model NAME` (the embedding model) when `model` is given.
+    pub fn with_model(mut self, model: Option<&str>) -> Commands {
+        if let Some(m) = model {
+            self.global.push("--model".into());
+            self.global.push(quote(m));
+        }
+        self
+    }
+
     /// The shell command of a hook (`args` from [`HOOKS`]).
     pub fn hook(&self, args: &str) -> String {
         let mut words = vec![quote(&self.program)];
@@ -176,11 +185,13 @@ pub fn install_mcp(registry: &Value, commands: &Commands) -> Result<Value> {
     let servers = root.entry("mcpServers").or_insert_with(|| json!({}));
     let servers = object(servers, "`mcpServers` in .claude.json")?;
     let mut args: Vec<String> = Vec::new();
-    if let Some(i) = commands.global.iter().position(|a| a == "--data-dir")
-        && let Some(d) = commands.global.get(i + 1)
-    {
-        args.push("--data-dir".into());
-        args.push(shell_words(d).into_iter().next().unwrap_or_default());
+    for flag in ["--data-dir", "--model"] {
+        if let Some(i) = commands.global.iter().position(|a| a == flag)
+            && let Some(v) = commands.global.get(i + 1)
+        {
+            args.push(flag.into());
+            args.push(shell_words(v).into_iter().next().unwrap_or_default());
+        }
     }
     args.push("mcp".into());
     let wanted = json!({"type": "stdio", "command": commands.program, "args": args, "env": {}});
@@ -274,5 +285,18 @@ mod tests {
         assert_eq!(once["mcpServers"]["convdex"]["args"], json!(["--data-dir", "/data/my dir", "mcp"]));
         assert_eq!(uninstall_mcp(&once), registry);
         assert_eq!(uninstall_mcp(&install_mcp(&json!({}), &cmds()).unwrap()), json!({}));
+        // A chosen model goes along to the server and to every hook.
+        let with = cmds().with_model(Some("all-minilm-l6-v2"));
+        let v = install_mcp(&json!({}), &with).unwrap();
+        assert_eq!(
+            v["mcpServers"]["convdex"]["args"],
+            json!(["--data-dir", "/data/my dir", "--model", "all-minilm-l6-v2", "mcp"])
+        );
+        assert!(
+            with.hook("hook prompt").ends_with("--model all-minilm-l6-v2 hook prompt"),
+            "{}",
+            with.hook("hook prompt")
+        );
+        assert!(is_convdex_hook(&with.hook("hook prompt"), Some("hook prompt")));
     }
 }

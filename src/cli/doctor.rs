@@ -125,12 +125,9 @@ fn hooks(ctx: &Ctx) -> serde_json::Value {
     let installed = settings.map(|(_, v)| convdex::setup::installed_hooks(&v)).unwrap_or_default();
     let mut out = Vec::new();
     for (event, args, _) in convdex::setup::HOOKS {
-        let name = args.trim_start_matches("hook ").trim_start_matches("index --hook");
-        let log = if name.is_empty() {
-            None
-        } else {
-            std::fs::read_to_string(ctx.dir.join("hooks").join(format!("{name}.json"))).ok()
-        };
+        // `index --hook` (SessionEnd) records its runs as `session-end`.
+        let name = if args == "index --hook" { "session-end" } else { args.trim_start_matches("hook ") };
+        let log = std::fs::read_to_string(ctx.dir.join("hooks").join(format!("{name}.json"))).ok();
         let last: Option<serde_json::Value> = log.and_then(|t| serde_json::from_str(&t).ok());
         let is_in = installed.iter().any(|(e, _)| *e == event);
         let failed = last.as_ref().is_some_and(|l| l["ok"] == false);

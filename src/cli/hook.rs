@@ -86,7 +86,8 @@ pub fn record(ctx: &Ctx, name: &str, start: Instant, printed: bool, error: Optio
     }
 }
 
-fn payload() -> anyhow::Result<Value> {
+/// Claude Code's hook payload on stdin (at most 1 MiB), as JSON.
+pub fn payload() -> anyhow::Result<Value> {
     let mut input = String::new();
     std::io::stdin().take(1 << 20).read_to_string(&mut input).context("cannot read the hook input on stdin")?;
     serde_json::from_str(&input).context("hook input is not JSON (expected Claude Code's hook payload)")
@@ -147,7 +148,8 @@ fn prompt(ctx: &Ctx, p: &Value, a: PromptArgs) -> anyhow::Result<Output> {
             convdex::DocBody::Decision(f) => format!("decision: {}", convdex::text::one_line(&f.summary, 240)),
             convdex::DocBody::Summary(s) => format!("session summary: {}", convdex::text::one_line(&s.goal, 240)),
             convdex::DocBody::Message(m) => {
-                format!("{:?} said: {}", m.role, convdex::excerpt(d, h.hit.snippet.as_deref(), 240)).to_lowercase()
+                let excerpt = convdex::text::one_line(h.hit.snippet.as_deref().unwrap_or(&d.content), 240);
+                format!("{} said: {excerpt}", format!("{:?}", m.role).to_lowercase())
             }
         };
         let session = convdex::text::prefix_chars(&d.session_id, 8);

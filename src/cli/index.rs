@@ -39,9 +39,12 @@ pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
     let options =
         ctx.index_options(IndexOptions { force: a.force, tenant: a.tenant, exclude: a.exclude, ..Default::default() })?;
     if a.hook {
-        if let Err(e) = hook(ctx, options) {
+        let start = std::time::Instant::now();
+        let result = hook(ctx, options);
+        if let Err(e) = &result {
             eprintln!("convdex hook: {e:#}");
         }
+        super::hook::record(ctx, "session-end", start, false, result.err().map(|e| format!("{e:#}")));
         return Ok(());
     }
     // No path: every agent's history found on this machine (Claude Code's when none is).
@@ -89,11 +92,7 @@ pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
 
 /// `convdex index --hook`: the hook's JSON on stdin names the transcript to index.
 fn hook(ctx: &Ctx, options: IndexOptions) -> anyhow::Result<()> {
-    use std::io::Read;
-    let mut input = String::new();
-    std::io::stdin().take(1 << 20).read_to_string(&mut input).context("cannot read the hook input on stdin")?;
-    let v: serde_json::Value =
-        serde_json::from_str(&input).context("hook input is not JSON (expected Claude Code's hook payload)")?;
+    let v = super::hook::payload()?;
     let path = v
         .get("transcript_path")
         .and_then(serde_json::Value::as_str)

@@ -93,7 +93,7 @@ fn commands(ctx: &Ctx) -> anyhow::Result<Commands> {
     let exe = std::env::current_exe().context("cannot tell where this convdex program is")?;
     let default = super::data_dir(&None).ok();
     let data = (default.as_deref() != Some(ctx.dir.as_path())).then(|| ctx.dir.to_string_lossy().into_owned());
-    Ok(Commands::new(&exe.to_string_lossy(), data.as_deref()))
+    Ok(Commands::new(&exe.to_string_lossy(), data.as_deref()).with_model(ctx.model.as_deref()))
 }
 
 /// Runs `convdex install`.

@@ -11,7 +11,7 @@ use crate::models::ModelSpec;
 /// only reads (lexical search, decisions, blame, handoff, stats) never verifies the model files
 /// or starts ONNX Runtime. Its id and dimension come from the built-in manifest, so collections
 /// open and check their model without loading it. A model that cannot be loaded is reported by
-/// the first call that needs it (the same error [`FastEmbedder::with_options`] returns), and
+/// the first call that needs it (the same error [`super::load`] returns), and
 /// by every later one.
 pub struct LazyEmbedder {
     options: EmbedOptions,

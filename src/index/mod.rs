@@ -253,17 +253,25 @@ impl Index {
         Ok(out)
     }
 
+    /// The collections of `project` (its exact name, or its name followed by a `-` suffix that
+    /// [`crate::index_paths`] adds to tell apart projects of the same name; names compare
+    /// normalised), or all, without opening them.
+    pub fn collections_of(&self, project: Option<&str>) -> Result<Vec<CollectionInfo>> {
+        let project = project.map(crate::normalize_name);
+        let mut all = self.collections()?;
+        if let Some(p) = project {
+            all.retain(|i| i.project == p || i.project.starts_with(&format!("{p}-")));
+        }
+        Ok(all)
+    }
+
     /// Opens every collection (or those of one project: its exact name, or its name followed
     /// by a `-` suffix that [`crate::index_paths`] adds to tell apart projects of the same name).
     /// A collection that cannot be opened (busy in another process, damaged) does not stop the
     /// others: it is returned in [`Opened::skipped`] with the reason.
     pub fn open_collections(&self, project: Option<&str>) -> Result<Opened> {
-        let project = project.map(crate::normalize_name);
         let mut out = Opened::default();
-        for info in self.collections()? {
-            if project.as_deref().is_some_and(|p| info.project != p && !info.project.starts_with(&format!("{p}-"))) {
-                continue;
-            }
+        for info in self.collections_of(project)? {
             match self.collection(&info.tenant, &info.project) {
                 Ok(c) => out.collections.push((info, c)),
                 Err(error) => out.skipped.push(Skipped { info, error }),

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::doc::{DocKind, Document};
+use crate::doc::DocKind;
 use crate::error::Result;
 use crate::index::across::ProjectHit;
 use crate::index::{CollectionInfo, Index};
@@ -129,10 +129,4 @@ impl Index {
 /// Tokens of `text` as `cl100k_base` counts them (the count [`Index::session_brief`] budgets).
 pub fn count_tokens(text: &str) -> usize {
     tiktoken_rs::cl100k_base_singleton().encode_ordinary(text).len()
-}
-
-/// A one-line excerpt of a hit for a hook's block: its snippet when words matched, else the
-/// start of its document, at most `max` characters.
-pub fn excerpt(doc: &Document, snippet: Option<&str>, max: usize) -> String {
-    crate::text::one_line(snippet.unwrap_or(&doc.content), max)
 }

@@ -72,14 +72,9 @@ pub fn remember(index: &Index, what: &Remember<'_>) -> Result<Remembered> {
     }
     let coll = match what.target {
         RememberIn::Project(p) => {
-            let wanted = normalize_name(p);
-            let infos: Vec<_> = index
-                .collections()?
-                .into_iter()
-                .filter(|i| i.project == wanted || i.project.starts_with(&format!("{wanted}-")))
-                .collect();
+            let infos = index.collections_of(Some(p))?;
             match infos.as_slice() {
-                [] => return Err(Error::NoSuchProject { project: wanted }),
+                [] => return Err(Error::NoSuchProject { project: normalize_name(p) }),
                 [one] => index.collection(&one.tenant, &one.project)?,
                 many => {
                     return Err(Error::InvalidArgument(format!(

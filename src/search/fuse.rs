@@ -417,10 +417,11 @@ pub(crate) fn relevance(mode: SearchMode, fusion: Fusion, signals: &Signals, sco
 }
 
 // Fitted by `cargo run --release --example ranking -- --fit` on the development halves
-// (2026-11-23, all-MiniLM-L6-v2 int8); refit when the model or the fusion changes.
-const RELEVANCE_SEMANTIC: (f32, f32) = (0.616, -4.409);
+// (2026-11-24, multilingual-e5-small q4, λ 3, context 0.7 / 0.4; lexical from 2026-11-23, it
+// does not depend on the model); refit when the model or the fusion changes.
+const RELEVANCE_SEMANTIC: (f32, f32) = (0.994, -4.831);
 const RELEVANCE_LEXICAL: (f32, f32) = (1.575, -1.978);
-const RELEVANCE_HYBRID: (f32, f32) = (0.056, -1.857);
+const RELEVANCE_HYBRID: (f32, f32) = (0.199, -2.825);
 
 #[cfg(test)]
 mod tests {

@@ -32,19 +32,10 @@ fn context(out: &Output) -> Option<String> {
 
 #[test]
 fn hooks_bring_memory_to_the_agent() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = root.join("examples/sample/projects/-home-dev-acme-api");
-    let tmp = tempfile::tempdir().unwrap();
-    let proj = tmp.path().join("projects/-home-dev-acme-api");
-    std::fs::create_dir_all(&proj).unwrap();
-    let mut transcript = None;
-    for e in std::fs::read_dir(&src).unwrap().flatten() {
-        std::fs::copy(e.path(), proj.join(e.file_name())).unwrap();
-        transcript = Some(proj.join(e.file_name()));
-    }
+    let (_history, transcript) = crate::common::sample_history();
     let data = tempfile::tempdir().unwrap();
     let d = data.path();
-    let end = json!({"session_id": "s", "transcript_path": transcript.unwrap(), "cwd": "/home/dev/acme-api",
+    let end = json!({"session_id": "s", "transcript_path": transcript, "cwd": "/home/dev/acme-api",
         "hook_event_name": "SessionEnd", "reason": "exit"});
     assert!(convdex(d, &["index", "--hook"], &end.to_string(), &[]).status.success());
 

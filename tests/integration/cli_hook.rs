@@ -22,18 +22,7 @@ fn hook(data: &Path, payload: &str) -> std::process::Output {
 #[test]
 fn session_end_payload_indexes_the_session_and_bad_payloads_exit_zero() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = root.join("examples/sample/projects/-home-dev-acme-api");
-    let tmp = tempfile::tempdir().unwrap();
-    let proj = tmp.path().join("projects/-home-dev-acme-api");
-    std::fs::create_dir_all(&proj).unwrap();
-    let mut transcript = None;
-    for e in std::fs::read_dir(&src).unwrap().flatten() {
-        std::fs::copy(e.path(), proj.join(e.file_name())).unwrap();
-        if e.path().extension().is_some_and(|x| x == "jsonl") {
-            transcript = Some(proj.join(e.file_name()));
-        }
-    }
-    let transcript = transcript.unwrap();
+    let (_history, transcript) = crate::common::sample_history();
     let data = tempfile::tempdir().unwrap();
     // The payload Claude Code sends to a SessionEnd hook.
     let payload = serde_json::json!({
@@ -46,6 +35,11 @@ fn session_end_payload_indexes_the_session_and_bad_payloads_exit_zero() {
     let out = hook(data.path(), &payload.to_string());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout.is_empty(), "the hook is quiet: {}", String::from_utf8_lossy(&out.stdout));
+    // Its run is recorded for `convdex doctor`.
+    let last = || -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(data.path().join("hooks/session-end.json")).unwrap()).unwrap()
+    };
+    assert_eq!((last()["ok"].as_bool(), last()["error"].is_null()), (Some(true), true), "{}", last());
     // The session is searchable afterwards.
     let search = Command::new(env!("CARGO_BIN_EXE_convdex"))
         .args(["--data-dir", data.path().to_str().unwrap(), "search", "redis sessions", "--json", "--limit", "3"])
@@ -93,5 +87,7 @@ fn session_end_payload_indexes_the_session_and_bad_payloads_exit_zero() {
         assert!(out.status.success(), "{bad}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.starts_with("convdex hook: "), "{bad}: {err}");
+        assert_eq!(last()["ok"], false, "{bad}: the failed run is recorded");
+        assert!(last()["error"].as_str().is_some_and(|e| err.contains(e)), "{bad}: {}", last());
     }
 }

@@ -35,3 +35,20 @@ pub fn hash_index(dir: &std::path::Path, options: convdex::CollectionOptions) ->
         convdex::Options::default().embedder(std::sync::Arc::new(convdex::HashEmbedder::default())).collection(options);
     convdex::Index::open(dir, opts).unwrap()
 }
+
+/// A copy of the sample project shipped in `examples/sample/` (a temporary history root) and
+/// the path of its transcript.
+pub fn sample_history() -> (tempfile::TempDir, std::path::PathBuf) {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample/projects/-home-dev-acme-api");
+    let tmp = tempfile::tempdir().unwrap();
+    let proj = tmp.path().join("projects/-home-dev-acme-api");
+    std::fs::create_dir_all(&proj).unwrap();
+    let mut transcript = None;
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        std::fs::copy(e.path(), proj.join(e.file_name())).unwrap();
+        if e.path().extension().is_some_and(|x| x == "jsonl") {
+            transcript = Some(proj.join(e.file_name()));
+        }
+    }
+    (tmp, transcript.expect("the sample has a transcript"))
+}
