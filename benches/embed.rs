@@ -88,9 +88,85 @@ fn embedder(model: &str, options: EmbedOptions) -> std::sync::Arc<dyn Embedder> 
     convdex::embed::load(options.model(model)).expect("run `make models` first")
 }
 
+/// A line of `/proc/self/status` in MB (`VmHWM:` the peak resident set, `VmRSS:` the current).
+fn status_mb(key: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok());
+    kb.map_or(f64::NAN, |k| k / 1024.0)
+}
+
+fn peak_mb() -> f64 {
+    status_mb("VmHWM:")
+}
+
+/// A child of the memory grid: loads `model` with a token budget and arena setting, embeds
+/// mixed-length texts (a fifth of them at the 256-token limit), prints texts/s and the peak RSS
+/// after loading and after embedding.
+fn memory_child(spec: &str) {
+    let mut parts = spec.split(':');
+    let model = parts.next().unwrap();
+    let budget: usize = parts.next().unwrap().parse().unwrap();
+    let arena = parts.next() == Some("arena");
+    let e = embedder(model, EmbedOptions::default().batch_tokens(budget).memory_arena(arena));
+    e.embed(&["warm up"]).unwrap();
+    let loaded = peak_mb();
+    if std::env::var("CONVDEX_BENCH_VERBOSE").is_ok() {
+        eprintln!("after load: peak {loaded:.0} MB, resident {:.0} MB", status_mb("VmRSS:"));
+    }
+    let mut rng = Lcg(SEED);
+    let mut all = Vec::new();
+    for (words, n) in [(8usize, 96usize), (50, 64), (120, 32), (400, 48)] {
+        all.extend(texts(n, words, &mut rng));
+    }
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    let start = Instant::now();
+    e.embed(&refs).unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    println!("{} {loaded:.0} {:.0}", refs.len() as f64 / secs, peak_mb());
+}
+
+/// Runs the memory grid, one child process per setting (peak RSS is per process).
+fn memory_grid() {
+    let default = convdex::models::Manifest::builtin().default_model.clone();
+    println!();
+    println!(
+        "| model | tokens per call (texts ≤ 16) | ONNX Runtime arena | texts/s | peak RSS after load MB | peak RSS embedding MB |"
+    );
+    println!("|---|---:|---|---:|---:|---:|");
+    for model in [default.as_str(), "all-minilm-l6-v2"] {
+        for (budget, arena) in [(4096usize, true), (4096, false), (2048, false), (1024, false), (512, false)] {
+            let spec = format!("{model}:{budget}:{}", if arena { "arena" } else { "none" });
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .env("CONVDEX_BENCH_EMBED_CHILD", &spec)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            let v: Vec<&str> = text.split_whitespace().collect();
+            if v.len() == 3 {
+                let rate: f64 = v[0].parse().unwrap_or(f64::NAN);
+                println!(
+                    "| {model} | {budget} | {} | {rate:.1} | {} | {} |",
+                    if arena { "on" } else { "off" },
+                    v[1],
+                    v[2]
+                );
+            }
+        }
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
+    }
+    if let Ok(spec) = std::env::var("CONVDEX_BENCH_EMBED_CHILD") {
+        return memory_child(&spec);
+    }
+    if std::env::var("CONVDEX_BENCH_PARTS").is_ok_and(|p| p == "memory") {
+        return memory_grid();
     }
     let mut rng = Lcg(SEED);
     let models: Vec<String> = convdex::models::Manifest::builtin().models.iter().map(|m| m.name.clone()).collect();
@@ -105,7 +181,8 @@ fn main() {
             let mut rows = Vec::new();
             // MiniLM first: the ratio's reference, measured in the same run.
             for model in std::iter::once(base).chain(models.iter().map(String::as_str).filter(|m| *m != base)) {
-                let e = embedder(model, EmbedOptions::default().batch_size(batch));
+                // Texts per call exactly `batch` (no token budget), as the column says.
+                let e = embedder(model, EmbedOptions::default().batch_size(batch).batch_tokens(usize::MAX));
                 let tokens: usize = refs
                     .iter()
                     .map(|s| e.token_offsets(s).len().min(256 - e.overhead_tokens()) + e.overhead_tokens())
@@ -174,8 +251,9 @@ fn main() {
         mixed.extend(texts(1, w, &mut rng));
     }
     let refs: Vec<&str> = mixed.iter().map(String::as_str).collect();
-    let sorted = FastEmbedder::new().unwrap();
-    let unsorted = FastEmbedder::with_options(EmbedOptions::default().sort_by_length(false)).unwrap();
+    let batch32 = || EmbedOptions::default().batch_size(32).batch_tokens(usize::MAX);
+    let sorted = FastEmbedder::with_options(batch32()).unwrap();
+    let unsorted = FastEmbedder::with_options(batch32().sort_by_length(false)).unwrap();
     let ds = time(|| {
         sorted.embed(&refs).unwrap();
     });

@@ -1,9 +1,14 @@
-//! Indexing the shared Claude Code corpus with the real model: sessions/s, messages/s, MB/s,
-//! the share of wall time spent embedding vs everything else, and the no-change re-run time
-//! as a ratio of the first run.
+//! Indexing the shared Claude Code corpus.
 //!
-//! Run: `cargo bench --bench ingest` (needs `../shared/data/transcripts`).
-
+//! 1. In process, default model: time until searchable by words (documents, words, decisions
+//!    stored, vectors pending), then the vectors; the model's own embedding time for the same
+//!    texts; the no-change re-run.
+//! 2. `convdex index` as a child process: wall time and peak RSS (the kernel's `ru_maxrss`) at
+//!    1×, 4× and 8× the corpus (copies with new session ids, in the same projects), per model.
+//!
+//! Run: `cargo bench --bench ingest` (needs `../shared/data/transcripts` and `make models`).
+//! `CONVDEX_BENCH_PARTS=phases,memory` picks parts; `CONVDEX_BENCH_MEMORY=potion-base-8m:1,4,8;multilingual-e5-small:1`
+//! picks the memory runs (model: copies).
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -70,6 +75,163 @@ fn bytes(paths: &[PathBuf]) -> u64 {
     paths.iter().map(|p| walk(p)).sum()
 }
 
+/// Copies every file under `root` into `dest`, giving each session (a `.jsonl` file named by
+/// its id, and a folder of the same name) a new id derived from `copy`, in paths and contents.
+fn copy_with_new_ids(root: &Path, dest: &Path, copy: u32) {
+    fn files(p: &Path, out: &mut Vec<PathBuf>) {
+        if p.is_dir() {
+            for e in std::fs::read_dir(p).into_iter().flatten().flatten() {
+                files(&e.path(), out);
+            }
+        } else {
+            out.push(p.to_path_buf());
+        }
+    }
+    let mut all = Vec::new();
+    files(root, &mut all);
+    let ids: std::collections::BTreeSet<String> = all
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .filter_map(|p| p.file_stem()?.to_str().map(str::to_string))
+        .filter(|s| uuid::Uuid::parse_str(s).is_ok())
+        .collect();
+    let fresh =
+        |id: &str| uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, format!("{copy}/{id}").as_bytes()).to_string();
+    for f in all {
+        let rel = f.strip_prefix(root).unwrap().to_string_lossy().to_string();
+        let mine: Vec<&String> = ids.iter().filter(|id| rel.contains(id.as_str())).collect();
+        let mut rel = rel;
+        let mut bytes = std::fs::read(&f).unwrap();
+        for id in mine {
+            rel = rel.replace(id.as_str(), &fresh(id));
+            if let Ok(text) = String::from_utf8(bytes.clone()) {
+                bytes = text.replace(id.as_str(), &fresh(id)).into_bytes();
+            }
+        }
+        let out = dest.join(rel);
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        std::fs::write(out, bytes).unwrap();
+    }
+}
+
+/// Runs `convdex index --json` over `roots` into a fresh data dir with `model`: wall seconds,
+/// seconds until searchable by words, peak RSS in MB, messages.
+///
+/// The peak is the child's own `VmHWM`, read every 10 ms while it runs (the kernel's
+/// `ru_maxrss` of a spawned child also counts the parent's resident set at the spawn).
+fn run_cli(model: &str, roots: &[PathBuf]) -> (f64, f64, f64, u64) {
+    let data = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_convdex"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["--model", model, "index", "--json"])
+        .args(roots)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("convdex binary");
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut json = String::new();
+        std::io::Read::read_to_string(&mut out, &mut json).unwrap();
+        json
+    });
+    let mut peak_kb = 0u64;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let hwm = std::fs::read_to_string(&status_file).ok().and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        });
+        peak_kb = peak_kb.max(hwm.unwrap_or(0));
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let wall = t.elapsed().as_secs_f64();
+    let json = reader.join().unwrap();
+    assert!(status.success(), "convdex index failed: {json}");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("index --json");
+    let words = v["words_seconds"].as_f64().unwrap_or(f64::NAN);
+    let messages = v["messages"].as_u64().unwrap_or(0);
+    (wall, words, peak_kb as f64 / 1024.0, messages)
+}
+
+fn memory(base: &Path, roots: &[PathBuf]) {
+    let spec = std::env::var("CONVDEX_BENCH_MEMORY")
+        .unwrap_or_else(|_| "potion-base-8m:1,4,8;all-minilm-l6-v2:1;multilingual-e5-small:1".into());
+    let copies_dir = tempfile::tempdir().unwrap();
+    let mut made = 1;
+    let mut roots_at = |n: u32| -> Vec<PathBuf> {
+        while made < n {
+            for r in roots {
+                let rel = r.strip_prefix(base).unwrap();
+                copy_with_new_ids(r, &copies_dir.path().join(made.to_string()).join(rel), made);
+            }
+            made += 1;
+        }
+        let mut v = roots.to_vec();
+        for k in 1..n {
+            v.extend(roots.iter().map(|r| copies_dir.path().join(k.to_string()).join(r.strip_prefix(base).unwrap())));
+        }
+        v
+    };
+    println!("| model | corpus | messages | wall s | searchable by words s (share) | peak RSS MB | RSS vs 1× |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for part in spec.split(';').filter(|p| !p.is_empty()) {
+        let (model, sizes) = part.split_once(':').unwrap_or((part, "1"));
+        let mut first = None;
+        for n in sizes.split(',').filter_map(|s| s.trim().parse::<u32>().ok()) {
+            let (wall, words, rss, messages) = run_cli(model, &roots_at(n));
+            let base_rss = *first.get_or_insert(rss);
+            println!(
+                "| {model} | {n}× | {messages} | {wall:.1} | {words:.1} ({:.1} %) | {rss:.0} | {:.2}× |",
+                100.0 * words / wall,
+                rss / base_rss
+            );
+        }
+    }
+}
+
+fn phases(roots: &[PathBuf], mb: f64) {
+    let timed = Arc::new(Timed { inner: FastEmbedder::new().expect("run `make models`"), nanos: AtomicU64::new(0) });
+    let dir = tempfile::tempdir().unwrap();
+    let index = Index::open(dir.path(), Options::default().embedder(timed.clone())).unwrap();
+    let opts = IndexOptions { tenant: Some("bench".into()), defer_vectors: true, ..Default::default() };
+    let t = Instant::now();
+    let first = convdex::index_paths(&index, roots, &opts).unwrap();
+    let words = t.elapsed().as_secs_f64();
+    let embedded = index.embed_pending(None, &mut |_| std::ops::ControlFlow::Continue(())).unwrap();
+    let wall = t.elapsed().as_secs_f64();
+    let chunks: usize = embedded.found.iter().map(|r| r.chunks).sum();
+    let embed = timed.nanos.load(Ordering::Relaxed) as f64 / 1e9;
+    let t = Instant::now();
+    let second = convdex::index_paths(&index, roots, &opts).unwrap();
+    let rerun = t.elapsed().as_secs_f64();
+    assert_eq!(second.messages, 0);
+    assert_eq!(index.pending_vectors(None).unwrap().found, 0);
+    println!(
+        "| model | sessions | messages | chunks | MB | searchable by words | all vectors | messages/s | embedding (model alone) | full run / embedding | no-change re-run |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| {} | {} | {} | {} | {:.1} | {:.1} s ({:.1} %) | {:.1} s | {:.1} | {:.1} s | {:.3}× | {:.2} s |",
+        timed.model_id(),
+        first.sessions_new,
+        first.messages,
+        chunks,
+        mb,
+        words,
+        100.0 * words / wall,
+        wall,
+        first.messages as f64 / wall,
+        embed,
+        wall / embed,
+        rerun
+    );
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -77,39 +239,13 @@ fn main() {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/transcripts");
     let roots = corpus_roots(&base);
     let mb = bytes(&roots) as f64 / 1e6;
-    let timed = Arc::new(Timed { inner: FastEmbedder::new().expect("run `make models`"), nanos: AtomicU64::new(0) });
-    let dir = tempfile::tempdir().unwrap();
-    let index = Index::open(dir.path(), Options::default().embedder(timed.clone())).unwrap();
-    let opts = IndexOptions { tenant: Some("bench".into()), ..Default::default() };
-    let t = Instant::now();
-    let first = convdex::index_paths(&index, &roots, &opts).unwrap();
-    let wall = t.elapsed().as_secs_f64();
-    let embed = timed.nanos.load(Ordering::Relaxed) as f64 / 1e9;
-    let t = Instant::now();
-    let second = convdex::index_paths(&index, &roots, &opts).unwrap();
-    let rerun = t.elapsed().as_secs_f64();
-    assert_eq!(second.messages, 0);
-    println!("| corpus | sessions | messages | chunks | MB | first run s | sessions/s | messages/s | MB/s |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    println!(
-        "| shared transcripts | {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.2} |",
-        first.sessions_new,
-        first.messages,
-        first.chunks,
-        mb,
-        wall,
-        first.sessions_new as f64 / wall,
-        first.messages as f64 / wall,
-        mb / wall
-    );
-    println!();
-    println!("| same run | value |");
-    println!("|---|---:|");
-    println!("| time embedding | {:.1} s ({:.1} %) |", embed, 100.0 * embed / wall);
-    println!(
-        "| everything else (parse, scrub, redb, graph) | {:.1} s ({:.1} %) |",
-        wall - embed,
-        100.0 * (wall - embed) / wall
-    );
-    println!("| no-change re-run | {:.3} s ({:.0}× faster) |", rerun, wall / rerun);
+    let parts = std::env::var("CONVDEX_BENCH_PARTS").unwrap_or_else(|_| "phases,memory".into());
+    println!("shared corpus: {} roots, {mb:.1} MB of transcripts", roots.len());
+    if parts.contains("phases") {
+        phases(&roots, mb);
+        println!();
+    }
+    if parts.contains("memory") {
+        memory(&base, &roots);
+    }
 }

@@ -182,7 +182,7 @@ fn run(n: usize) {
     println!();
     println!(
         "cold open (vectors {:?}, lexical {:?}): {:.0} ms; HNSW links ready after {:.0} ms (exact scan answers until then)",
-        coll.vector_index_state(),
+        coll.vector_index_state().unwrap(),
         coll.lexical_index_state(),
         open.as_secs_f64() * 1e3,
         ready.as_secs_f64() * 1e3

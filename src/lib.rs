@@ -94,8 +94,9 @@ pub use text::{enrich, scrub};
 pub use ann::HnswParams;
 pub use collection::forget::ForgetReport;
 pub use collection::{
-    AddReport, Collection, CollectionMeta, CollectionOptions, CollectionStats, LexicalIndexState, MigrationProgress,
-    MigrationReport, RebuildReason, SCHEMA_VERSION, SearchBuilder, VectorIndexState,
+    AddReport, Collection, CollectionMeta, CollectionOptions, CollectionStats, EmbedProgress, EmbedReport,
+    LexicalIndexState, MigrationProgress, MigrationReport, RebuildReason, SCHEMA_VERSION, SearchBuilder,
+    VectorIndexState,
 };
 pub use doc::{
     CommitRef, DecisionFields, DecisionStatus, DocBody, DocKind, Document, ExtractionMethod, FileAction, FileRef,

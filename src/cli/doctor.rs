@@ -103,7 +103,14 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
 /// What opening a collection repaired on its own, and a migration it still needs.
 fn notes(c: &convdex::Collection) -> String {
     let mut notes = Vec::new();
-    for (what, s) in [("graph", c.vector_index_state()), ("lexical index", c.lexical_index_state())] {
+    let graph = match c.vector_index_state() {
+        Ok(s) => s.clone(),
+        Err(e) => {
+            notes.push(format!("graph not loaded ({e})"));
+            convdex::VectorIndexState::Loaded
+        }
+    };
+    for (what, s) in [("graph", &graph), ("lexical index", c.lexical_index_state())] {
         if let convdex::VectorIndexState::Rebuilt(r) = s
             && *r != convdex::RebuildReason::Missing
         {

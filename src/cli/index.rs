@@ -36,8 +36,15 @@ pub struct IndexArgs {
 
 /// Runs `convdex index`.
 pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
-    let options =
-        ctx.index_options(IndexOptions { force: a.force, tenant: a.tenant, exclude: a.exclude, ..Default::default() })?;
+    // Words first (every session searchable by words, filters, decisions at once), vectors
+    // after; the hook indexes one session, embedded at once.
+    let options = ctx.index_options(IndexOptions {
+        force: a.force,
+        tenant: a.tenant,
+        exclude: a.exclude,
+        defer_vectors: !a.hook,
+        ..Default::default()
+    })?;
     if a.hook {
         let start = std::time::Instant::now();
         let result = hook(ctx, options);
@@ -53,29 +60,23 @@ pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
         (true, found) if !found.is_empty() => found,
         (true, _) => vec![convdex::default_history()],
     };
+    let start = std::time::Instant::now();
     let index = ctx.index()?;
     // Collections built with another model move to the configured one first (resumable; they
     // answer with their old model until then).
     super::migrate::migrate_all(&index, None, a.json)?;
-    let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
-        let b = indicatif::ProgressBar::new(0);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} sessions {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    });
-    let report = convdex::index_paths_with_progress(&index, &paths, &options, &mut |p| {
-        if let Some(b) = &bar {
-            b.set_length(p.total as u64);
-            b.set_position(p.done as u64);
-            b.set_message(convdex::text::prefix_chars(p.session, 8).to_string());
-        }
-    })
-    .context("indexing failed")?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
+    let tty = !a.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut report = words_first(&index, &paths, &options, tty)?;
+    let words = start.elapsed().as_secs_f64();
+    report.words_seconds = Some(words);
+    if tty {
+        eprintln!("searchable by words after {words:.1} s; now embedding");
     }
+    let embedded = embed_pending(&index, tty)?;
+    report.chunks += embedded.iter().map(|r| r.chunks).sum::<usize>();
+    report.embedded += embedded.iter().map(|r| r.embedded).sum::<usize>();
+    report.elapsed = start.elapsed();
+    report.seconds = report.elapsed.as_secs_f64();
     for f in &report.failures {
         problem(format!("not indexed: {f}"));
     }
@@ -88,6 +89,57 @@ pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
     println!("{report}");
     println!("collections: {}", report.collections.join(", "));
     Ok(())
+}
+
+/// The indexing pass (documents and words; vectors pending when `options` defer them), with a
+/// progress bar on a terminal.
+fn words_first(
+    index: &Index,
+    paths: &[PathBuf],
+    options: &IndexOptions,
+    tty: bool,
+) -> anyhow::Result<convdex::IndexReport> {
+    let bar = tty.then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} sessions {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let report = convdex::index_paths_with_progress(index, paths, options, &mut |p| {
+        if let Some(b) = &bar {
+            b.set_length(p.total as u64);
+            b.set_position(p.done as u64);
+            b.set_message(convdex::text::prefix_chars(p.session, 8).to_string());
+        }
+    })
+    .context("indexing failed")?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(report)
+}
+
+/// Embeds what the indexing pass left pending, with a progress line (rate, time left) on a
+/// terminal. Resumable: a kill or Ctrl-C loses at most one batch.
+fn embed_pending(index: &Index, tty: bool) -> anyhow::Result<Vec<convdex::EmbedReport>> {
+    let found = index.embed_pending(None, &mut |p| {
+        if tty {
+            let rate = p.done as f64 / p.seconds.max(1e-3);
+            let left = p.total.saturating_sub(p.done) as f64 / rate.max(1e-3);
+            eprint!(
+                "\r\x1b[2Kembedding {}: {} of {} documents, {rate:.1}/s, about {left:.0} s left",
+                p.collection, p.done, p.total
+            );
+        }
+        std::ops::ControlFlow::Continue(())
+    })?;
+    if tty {
+        eprintln!();
+    }
+    super::skipped(&found.skipped);
+    Ok(found.found)
 }
 
 /// `convdex index --hook`: the hook's JSON on stdin names the transcript to index.

@@ -181,8 +181,9 @@ impl Server {
                 query.ranking.recent = Some(convdex::Recency::default());
             }
             let found = index.search(p.project.as_deref(), &query)?;
-            let notes = notes(&found.skipped);
+            let mut notes = notes(&found.skipped);
             let hits = found.found;
+            notes.extend(super::render::unembedded_note(&hits));
             if hits.is_empty() {
                 return Ok(with_notes(
                     format!("no hits for {:?} ({mode:?} mode); try other words or fewer filters", query.text),

@@ -99,3 +99,19 @@ pub fn highlight(s: &str, color: bool) -> String {
 pub fn color() -> bool {
     std::io::IsTerminal::is_terminal(&std::io::stdout()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
+
+/// A note when hits come from collections whose documents are not all embedded yet (indexing
+/// stores words first): semantic matches among those may be missing.
+pub fn unembedded_note(hits: &[convdex::ProjectHit]) -> Option<String> {
+    let mut per: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for h in hits.iter().filter(|h| h.hit.plan.mode != convdex::SearchMode::Lexical) {
+        per.insert(h.project.as_str(), h.hit.plan.unembedded);
+    }
+    let waiting: usize = per.values().sum();
+    (waiting > 0).then(|| {
+        format!(
+            "{waiting} documents are indexed by their words but not embedded yet; matches by meaning among them \
+             are missing until `convdex index` finishes"
+        )
+    })
+}

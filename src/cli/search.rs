@@ -93,6 +93,9 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     let found = index.search(a.project.as_deref(), &a.query()?)?;
     skipped(&found.skipped);
     let hits = found.found;
+    if let Some(note) = super::render::unembedded_note(&hits) {
+        eprintln!("note: {note}");
+    }
     if a.json {
         let v: Vec<_> = hits.iter().map(|h| hit_json(&h.project, &h.hit)).collect();
         return print_json(&v);

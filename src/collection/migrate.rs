@@ -229,6 +229,8 @@ impl Collection {
     /// document added after the last batch is embedded here.
     fn finish_migration(&self, target: Arc<dyn Embedder>) -> Result<()> {
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // Loaded first (if nothing had), so that the graph rebuilt below is the one kept.
+        self.graph_locked()?;
         let tx = self.db.begin_write()?;
         let Some(state) = meta::migration_in(&tx)? else {
             return Err(crate::Error::InvalidArgument("no migration in progress to finish".into()));
@@ -261,6 +263,9 @@ impl Collection {
             }
         }
         clear_migration_tables(&tx)?;
+        // Documents that waited for vectors have the new model's now.
+        tx.delete_table(PENDING)?;
+        tx.open_table(PENDING)?;
         meta::set_migration(&tx, None)?;
         meta::set_model(&tx, target.model_id(), target.dim())?;
         meta::bump_generation(&tx)?;

@@ -6,13 +6,14 @@
 mod derived;
 pub(crate) mod forget;
 mod migrate;
+mod pending;
 pub(crate) mod read;
 mod search;
 pub(crate) mod write;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use redb::Database;
@@ -26,6 +27,7 @@ use crate::store::{self, meta};
 pub use crate::store::meta::{CollectionMeta, SCHEMA_VERSION};
 pub use derived::{LexicalIndexState, RebuildReason, VectorIndexState};
 pub use migrate::{MigrationProgress, MigrationReport};
+pub use pending::{EmbedProgress, EmbedReport};
 pub use read::CollectionStats;
 pub use search::SearchBuilder;
 pub(crate) use search::hit;
@@ -104,11 +106,14 @@ pub struct Collection {
     embedder: RwLock<Arc<dyn Embedder>>,
     /// The configured model, when the store holds another one's vectors.
     target: Mutex<Option<Arc<dyn Embedder>>>,
+    /// The HNSW graph, loaded on first use ([`Collection::graph`]): a search by words alone
+    /// never reads it. Empty until then.
     pub(crate) ann: RwLock<Ann>,
     pub(crate) options: CollectionOptions,
     pub(crate) write_lock: Mutex<()>,
     dirty: AtomicBool,
-    opened: VectorIndexState,
+    /// What happened to the graph when it was loaded; unset until then.
+    opened: OnceLock<VectorIndexState>,
     pub(crate) lexical: Option<crate::lexical::Lexical>,
     lexical_opened: LexicalIndexState,
     /// After the store and the lexical index (fields drop in order), before the lock.
@@ -278,14 +283,7 @@ impl Collection {
             }
         };
         let generation = meta::read_generation(&db)?;
-        let (ann, opened) = derived::open_graph(
-            &db,
-            &dir.join("vectors"),
-            embedder.dim(),
-            options.hnsw,
-            generation,
-            embedder.model_id(),
-        )?;
+        let ann = Ann::new(embedder.dim(), options.hnsw, 0);
         let (lexical, lexical_opened) = if options.lexical_index {
             let (l, s) = derived::open_lexical(&db, &dir.join("lexical"), generation, !intact)?;
             (Some(l), s)
@@ -302,16 +300,12 @@ impl Collection {
             options,
             write_lock: Mutex::new(()),
             dirty: AtomicBool::new(false),
-            opened,
+            opened: OnceLock::new(),
             lexical,
             lexical_opened,
             seal,
             _lock: lock,
         };
-        if coll.opened != VectorIndexState::Loaded {
-            coll.dirty.store(true, Ordering::SeqCst);
-            coll.flush()?;
-        }
         coll.drop_stale_migration()?;
         Ok(coll)
     }
@@ -343,9 +337,55 @@ impl Collection {
         &self.dir
     }
 
-    /// What happened to the vector index on open.
-    pub fn vector_index_state(&self) -> &VectorIndexState {
-        &self.opened
+    /// What happened to the vector index when it was loaded. The graph is loaded by the first
+    /// search or write that needs vectors (a search by words alone never reads it); this call
+    /// loads it if nothing has yet.
+    pub fn vector_index_state(&self) -> Result<&VectorIndexState> {
+        self.graph()?;
+        // Set by `graph` (which succeeded).
+        self.opened.get().ok_or_else(|| Error::InvalidArgument("the vector index is not loaded".into()))
+    }
+
+    /// Whether the graph has been loaded (by a search that needed vectors, a write, or
+    /// [`Collection::vector_index_state`]).
+    pub fn vector_index_loaded(&self) -> bool {
+        self.opened.get().is_some()
+    }
+
+    /// The graph, loaded from its dump (and brought in line with the store) on first use.
+    pub(crate) fn graph(&self) -> Result<&RwLock<Ann>> {
+        if self.opened.get().is_none() {
+            // Under the write lock, so that no write commits between reading the store and
+            // recording what the graph reflects.
+            let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.graph_locked()?;
+        }
+        Ok(&self.ann)
+    }
+
+    /// [`Collection::graph`] for a caller that holds the write lock. Returns true when this
+    /// call loaded the graph: it then reflects the committed store, writes included.
+    pub(crate) fn graph_locked(&self) -> Result<bool> {
+        if self.opened.get().is_some() {
+            return Ok(false);
+        }
+        let generation = meta::read_generation(&self.db)?;
+        let embedder = self.embedder();
+        let (ann, state) = derived::open_graph(
+            &self.db,
+            &self.dir.join("vectors"),
+            embedder.dim(),
+            self.options.hnsw,
+            generation,
+            embedder.model_id(),
+        )?;
+        *self.ann.write().unwrap_or_else(|e| e.into_inner()) = ann;
+        if state != VectorIndexState::Loaded {
+            // Persisted by the next flush (at the latest when the collection is dropped).
+            self.dirty.store(true, Ordering::SeqCst);
+        }
+        let _ = self.opened.set(state);
+        Ok(true)
     }
 
     /// What happened to the lexical index on open (`Rebuilt(Missing)` when

@@ -241,7 +241,8 @@ impl Collection {
         let cands = crate::store::filter::candidates(&tx, &query.filter.clauses(root.as_deref()))?;
         let candidates = cands.as_ref().map_or(total, DocSet::len);
         let selectivity = if total == 0 { 0.0 } else { candidates as f32 / total as f32 };
-        let mut plan = Plan { path: PlanPath::Lexical, mode, candidates, total, selectivity };
+        let unembedded = tx.open_table(crate::store::tables::PENDING)?.len()? as usize;
+        let mut plan = Plan { path: PlanPath::Lexical, mode, candidates, total, selectivity, unembedded };
         let mut pool = Pool { model: self.embedder().model_id().to_string(), ..Pool::default() };
         if candidates == 0 {
             return Ok((pool, plan));
@@ -252,11 +253,12 @@ impl Collection {
         let mut semantic: Vec<(u64, f32, u32)> = Vec::new();
         if mode != SearchMode::Lexical {
             let q = vector.ok_or_else(|| Error::InvalidArgument("semantic search needs the query's vector".into()))?;
+            let graph = self.graph()?;
             // Take a graph that finished loading in the background since the last search.
-            if self.ann.read().unwrap_or_else(|e| e.into_inner()).loading() {
-                self.ann.write().unwrap_or_else(|e| e.into_inner()).poll(false);
+            if graph.read().unwrap_or_else(|e| e.into_inner()).loading() {
+                graph.write().unwrap_or_else(|e| e.into_inner()).poll(false);
             }
-            let ann = self.ann.read().unwrap_or_else(|e| e.into_inner());
+            let ann = graph.read().unwrap_or_else(|e| e.into_inner());
             let shape = Shape {
                 filtered: cands.is_some(),
                 candidates,
@@ -313,7 +315,7 @@ impl Collection {
         };
         let cosines = match (vector, mode) {
             (Some(q), SearchMode::Hybrid) if !lexical_only.is_empty() => {
-                cosines(&self.ann.read().unwrap_or_else(|e| e.into_inner()), q, &lexical_only)
+                cosines(&self.graph()?.read().unwrap_or_else(|e| e.into_inner()), q, &lexical_only)
             }
             _ => Default::default(),
         };

@@ -31,6 +31,9 @@ pub(crate) struct SessionWrite<'a> {
     pub(crate) state: Option<(String, Vec<u8>)>,
     /// Remove the session's tombstone.
     pub(crate) unforget: bool,
+    /// Store the documents and their words now and their vectors later
+    /// ([`Collection::embed_pending`]): no model runs in this write.
+    pub(crate) defer_vectors: bool,
 }
 
 /// Result of [`Collection::add`].
@@ -54,8 +57,10 @@ pub struct AddReport {
 pub(crate) struct Prepared {
     /// Id of the model that computed the vectors.
     pub(crate) model: String,
-    /// Per document, its chunks.
+    /// Per document, its chunks (empty when `deferred`).
     pub(crate) chunks: Vec<Vec<PreparedChunk>>,
+    /// The vectors come later: the documents are recorded as pending.
+    pub(crate) deferred: bool,
 }
 
 /// One chunk of a document, ready to be stored: its cache key, its vector, and whether the model
@@ -94,6 +99,13 @@ impl Collection {
         self.commit_prepared(docs, prepared, report, None)
     }
 
+    /// Like [`Collection::add`], with the vectors left for [`Collection::embed_pending`]: no
+    /// model runs (indexing's words-first pass).
+    pub(crate) fn add_deferred(&self, docs: &[Document]) -> Result<AddReport> {
+        let prepared = Prepared { model: self.embedder().model_id().to_string(), chunks: Vec::new(), deferred: true };
+        self.commit_prepared(docs, prepared, AddReport::default(), None)
+    }
+
     /// The collection's embedder, with a guard against a migration that finished meanwhile:
     /// vectors computed with it are committed only while it is still the collection's model.
     fn current_model(&self) -> (Arc<dyn Embedder>, String) {
@@ -108,7 +120,11 @@ impl Collection {
     /// was or the session as written, never a mix (and never new documents with old state).
     pub(crate) fn write_session(&self, w: SessionWrite<'_>) -> Result<AddReport> {
         let mut report = AddReport::default();
-        let prepared = self.prepare(w.docs, &mut report)?;
+        let prepared = if w.defer_vectors {
+            Prepared { model: self.embedder().model_id().to_string(), chunks: Vec::new(), deferred: true }
+        } else {
+            self.prepare(w.docs, &mut report)?
+        };
         let docs = w.docs;
         self.commit_prepared(docs, prepared, report, Some(w))
     }
@@ -134,7 +150,7 @@ impl Collection {
             crate::embed::normalize(&mut vector);
             prepared.push(vec![PreparedChunk { key: CacheKey(0), vector, fresh: false }]);
         }
-        let prepared = Prepared { model: self.embedder().model_id().to_string(), chunks: prepared };
+        let prepared = Prepared { model: self.embedder().model_id().to_string(), chunks: prepared, deferred: false };
         self.commit_prepared(docs, prepared, AddReport::default(), None)
     }
 
@@ -160,7 +176,8 @@ impl Collection {
                 prepared.model
             )));
         }
-        let prepared = prepared.chunks;
+        let deferred = prepared.deferred;
+        let mut prepared = prepared.chunks.into_iter();
         let tx = self.db.begin_write()?;
         let mut removed = Vec::new();
         let mut unforgot = false;
@@ -190,7 +207,9 @@ impl Collection {
         let mut lexical_docs: Vec<(u64, String)> = Vec::new();
         {
             let mut vectors = tx.open_table(VECTORS)?;
-            for (i, (doc, chunks)) in docs.iter().zip(prepared).enumerate() {
+            let mut pending = tx.open_table(PENDING)?;
+            for (i, doc) in docs.iter().enumerate() {
+                let chunks = prepared.next().unwrap_or_default();
                 if last[&doc.id] != i {
                     continue;
                 }
@@ -198,6 +217,9 @@ impl Collection {
                 next_id += 1;
                 store::put_document(&tx, id, doc)?;
                 lexical_docs.push((id, doc.lexical_text()));
+                if deferred && !doc.content.trim().is_empty() {
+                    pending.insert(id, 0)?;
+                }
                 for (c, chunk) in chunks.into_iter().enumerate() {
                     let vid = VectorId::new(id, c as u64);
                     let bytes = codec::vector_bytes(&chunk.vector);
@@ -225,14 +247,15 @@ impl Collection {
     /// The derived indexes follow a committed write: removed documents' vectors become
     /// tombstones, new vectors go into the graph, the lexical index deletes and adds. Should the
     /// lexical index fail, the store is committed and the index catches up at the next open.
-    fn follow_store(
+    pub(super) fn follow_store(
         &self,
         removed: &[u64],
         vectors: &[(VectorId, Vec<f32>)],
         lexical_docs: &[(u64, String)],
         generation: u64,
     ) -> Result<()> {
-        {
+        // A graph loaded only now reads the committed store: this write is in it already.
+        if !self.graph_locked()? {
             let mut ann = self.ann.write().unwrap_or_else(|e| e.into_inner());
             for id in removed {
                 ann.tombstone(*id);
@@ -287,7 +310,7 @@ impl Collection {
 
     /// Chunks each document and finds (in the cache) or computes (with the model) each chunk's
     /// vector.
-    fn prepare(&self, docs: &[Document], report: &mut AddReport) -> Result<Prepared> {
+    pub(super) fn prepare(&self, docs: &[Document], report: &mut AddReport) -> Result<Prepared> {
         let (embedder, model) = self.current_model();
         let dim = embedder.dim();
         let texts: Vec<Vec<(CacheKey, String)>> =
@@ -324,7 +347,7 @@ impl Collection {
             }
             out.push(per);
         }
-        Ok(Prepared { model, chunks: out })
+        Ok(Prepared { model, chunks: out, deferred: false })
     }
 
     /// Deletes every document of a session (one transaction). Returns how many were deleted.
@@ -378,6 +401,7 @@ impl Collection {
     /// Rebuilds the graph from the stored vectors now.
     pub fn rebuild_vector_index(&self) -> Result<()> {
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.graph_locked()?;
         let fresh = rebuild(&self.db, self.embedder().dim(), self.options.hnsw)?;
         *self.ann.write().unwrap_or_else(|e| e.into_inner()) = fresh;
         self.dirty.store(true, Ordering::SeqCst);
@@ -387,9 +411,12 @@ impl Collection {
 
     /// Blocks until a persisted graph that is being read in the background (see
     /// [`super::VectorIndexState::Loaded`]) is ready; until then searches use the exact scan.
+    /// Loads the graph first if nothing has (an error loading it is returned by the next
+    /// search or write, which tries again).
     pub fn wait_for_vector_index(&self) {
-        if self.ann.read().unwrap_or_else(|e| e.into_inner()).loading() {
-            self.ann.write().unwrap_or_else(|e| e.into_inner()).poll(true);
+        let Ok(ann) = self.graph() else { return };
+        if ann.read().unwrap_or_else(|e| e.into_inner()).loading() {
+            ann.write().unwrap_or_else(|e| e.into_inner()).poll(true);
         }
     }
 

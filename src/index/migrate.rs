@@ -1,11 +1,12 @@
-//! Moving every collection of a data directory to the configured model
-//! ([`crate::Collection::migrate`] does one).
+//! The vector work a data directory owes: moving every collection to the configured model
+//! ([`crate::Collection::migrate`] does one) and embedding the documents indexed by words first
+//! ([`crate::Collection::embed_pending`]).
 
 use std::ops::ControlFlow;
 
 use super::across::Across;
 use super::{Index, Skipped};
-use crate::collection::{MigrationProgress, MigrationReport};
+use crate::collection::{EmbedProgress, EmbedReport, MigrationProgress, MigrationReport};
 use crate::error::Result;
 
 impl Index {
@@ -48,6 +49,52 @@ impl Index {
             match c.guarded(|c| c.migrate(progress)) {
                 Ok(r) => {
                     let stopped = !r.finished;
+                    found.push(r);
+                    if stopped {
+                        break;
+                    }
+                }
+                Err(error) if error.is_collection_fault() => skipped.push(Skipped { info, error }),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Across { found, skipped })
+    }
+
+    /// Documents of `project` (all when `None`) waiting for their vectors, in all.
+    pub fn pending_vectors(&self, project: Option<&str>) -> Result<Across<usize>> {
+        let opened = self.open_collections(project)?;
+        let mut found = 0;
+        let mut skipped = opened.skipped;
+        for (info, c) in opened.collections {
+            match c.guarded(|c| c.pending_vectors()) {
+                Ok(n) => found += n,
+                Err(error) if error.is_collection_fault() => skipped.push(Skipped { info, error }),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Across { found, skipped })
+    }
+
+    /// Embeds the documents of `project` (all when `None`) that wait for their vectors (see
+    /// [`crate::Collection::embed_pending`]), collection by collection. `progress` is called
+    /// after every batch with the collection's progress; returning [`ControlFlow::Break`] stops
+    /// (what is left stays pending). A collection that cannot be opened or read is skipped and
+    /// listed.
+    pub fn embed_pending(
+        &self,
+        project: Option<&str>,
+        progress: &mut dyn FnMut(&EmbedProgress) -> ControlFlow<()>,
+    ) -> Result<Across<Vec<EmbedReport>>> {
+        let opened = self.open_collections(project)?;
+        let mut found = Vec::new();
+        let mut skipped = opened.skipped;
+        for (info, c) in opened.collections {
+            match c.guarded(|c| if c.pending_vectors()? == 0 { Ok(None) } else { c.embed_pending(progress).map(Some) })
+            {
+                Ok(None) => {}
+                Ok(Some(r)) => {
+                    let stopped = r.left > 0;
                     found.push(r);
                     if stopped {
                         break;

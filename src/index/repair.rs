@@ -91,6 +91,7 @@ impl Index {
                 docs,
                 state: imports.get(session).map(|h| (format!("import:{session}"), (*h).clone())),
                 unforget: false,
+                defer_vectors: false,
             })?;
         }
         coll.restore_tombstones(&s.tombstones)?;

@@ -86,6 +86,7 @@ pub fn import_conversations(
             docs: &docs,
             state: Some((import_key(&c.id), crate::store::codec::encode(&header))),
             unforget: true,
+            defer_vectors: false,
         })?;
         report.conversations += 1;
         report.messages += docs.len();

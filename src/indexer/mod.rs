@@ -36,6 +36,12 @@ pub struct IndexOptions {
     /// Skip projects whose folder name or recorded path contains any of these strings.
     /// Default: none.
     pub exclude_projects: Vec<String>,
+    /// Store every session's documents and words first and leave their vectors pending, so
+    /// the whole history is searchable by words, filters, decisions, blame and handoff before
+    /// the model has embedded anything; [`crate::Index::embed_pending`] then embeds them
+    /// (resumable). `convdex index` does both. Default: false (each session is embedded as it
+    /// is written).
+    pub defer_vectors: bool,
 }
 
 /// Settings read from a config file (`~/.config/convdex/config.json` by default):
@@ -112,6 +118,12 @@ pub struct IndexReport {
     /// Wall time.
     #[serde(skip)]
     pub elapsed: Duration,
+    /// Seconds from the start until every document and word was stored (searchable by words,
+    /// filters, decisions), when the vectors were computed after ([`IndexOptions::defer_vectors`]
+    /// and [`crate::Index::embed_pending`]). `None` when they were computed inline.
+    pub words_seconds: Option<f64>,
+    /// Wall time in seconds (as [`IndexReport::elapsed`]).
+    pub seconds: f64,
 }
 
 impl std::fmt::Display for IndexReport {
@@ -279,6 +291,7 @@ pub fn index_paths_with_progress(
     report.collections.sort();
     report.collections.dedup();
     report.elapsed = start.elapsed();
+    report.seconds = report.elapsed.as_secs_f64();
     Ok(report)
 }
 
@@ -357,7 +370,9 @@ fn index_folder(
         coll.documents_of_kind(DocKind::Summary)?,
         coll.documents_of_kind(DocKind::Decision)?,
     );
-    if !changed.is_empty() {
+    if !changed.is_empty() && options.defer_vectors {
+        coll.add_deferred(&changed)?;
+    } else if !changed.is_empty() {
         coll.add(&changed)?;
     }
     coll.touch_indexed_at(chrono::Utc::now())?;
@@ -444,6 +459,7 @@ fn index_session(
         docs: &fresh,
         state: Some((s.id.clone(), crate::store::codec::encode(&state))),
         unforget: forgotten,
+        defer_vectors: options.defer_vectors,
     })?;
     report.chunks += r.chunks;
     report.embedded += r.embedded;

@@ -26,7 +26,10 @@ const FORMAT: &str = "lexical-1";
 /// The lexical index of one collection.
 pub struct Lexical {
     dir: std::path::PathBuf,
-    writer: std::sync::Mutex<IndexWriter>,
+    /// Created on the first write: a search never needs one (a writer holds tantivy's
+    /// directory lock, a thread and a memory budget).
+    writer: std::sync::Mutex<Option<IndexWriter>>,
+    index: Index,
     reader: IndexReader,
     doc: Field,
     text: Field,
@@ -115,10 +118,21 @@ impl Lexical {
     fn from_index(dir: &Path, index: Index) -> Result<Lexical> {
         index.tokenizers().register(TOKENIZER, analyzer());
         let (_, doc, text) = schema();
-        let writer = index.writer_with_num_threads(1, 32_000_000).map_err(|e| tantivy_err(dir, e))?;
         let reader =
             index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(|e| tantivy_err(dir, e))?;
-        Ok(Lexical { dir: dir.to_path_buf(), writer: std::sync::Mutex::new(writer), reader, doc, text })
+        Ok(Lexical { dir: dir.to_path_buf(), writer: std::sync::Mutex::new(None), index, reader, doc, text })
+    }
+
+    /// Runs `f` with the writer, created on first use.
+    fn with_writer<T>(&self, f: impl FnOnce(&mut IndexWriter) -> Result<T>) -> Result<T> {
+        let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let w = match guard.as_mut() {
+            Some(w) => w,
+            None => {
+                guard.insert(self.index.writer_with_num_threads(1, 32_000_000).map_err(|e| tantivy_err(self.dir(), e))?)
+            }
+        };
+        f(w)
     }
 
     /// Deletes whatever is in `dir` and opens an empty index there.
@@ -143,29 +157,31 @@ impl Lexical {
     /// generation. Added ids are never in the index already: the store never reuses an id, and
     /// reconciling adds only ids the index lacks.
     pub(crate) fn apply(&self, remove: &[u64], add: &[(u64, String)], generation: u64) -> Result<()> {
-        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        for id in remove {
-            w.delete_term(Term::from_field_u64(self.doc, *id));
-        }
-        for (id, text) in add {
-            let mut d = TantivyDocument::default();
-            d.add_u64(self.doc, *id);
-            d.add_text(self.text, text);
-            w.add_document(d).map_err(|e| tantivy_err(self.dir(), e))?;
-        }
-        let mut commit = w.prepare_commit().map_err(|e| tantivy_err(self.dir(), e))?;
-        commit.set_payload(&format!("{FORMAT}:{generation}"));
-        commit.commit().map_err(|e| tantivy_err(self.dir(), e))?;
-        drop(w);
+        self.with_writer(|w| {
+            for id in remove {
+                w.delete_term(Term::from_field_u64(self.doc, *id));
+            }
+            for (id, text) in add {
+                let mut d = TantivyDocument::default();
+                d.add_u64(self.doc, *id);
+                d.add_text(self.text, text);
+                w.add_document(d).map_err(|e| tantivy_err(self.dir(), e))?;
+            }
+            let mut commit = w.prepare_commit().map_err(|e| tantivy_err(self.dir(), e))?;
+            commit.set_payload(&format!("{FORMAT}:{generation}"));
+            commit.commit().map_err(|e| tantivy_err(self.dir(), e))?;
+            Ok(())
+        })?;
         self.reader.reload().map_err(|e| tantivy_err(self.dir(), e))
     }
 
     /// Removes everything (before a rebuild).
     pub(crate) fn clear(&self) -> Result<()> {
-        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        w.delete_all_documents().map_err(|e| tantivy_err(self.dir(), e))?;
-        w.commit().map_err(|e| tantivy_err(self.dir(), e))?;
-        drop(w);
+        self.with_writer(|w| {
+            w.delete_all_documents().map_err(|e| tantivy_err(self.dir(), e))?;
+            w.commit().map_err(|e| tantivy_err(self.dir(), e))?;
+            Ok(())
+        })?;
         self.reader.reload().map_err(|e| tantivy_err(self.dir(), e))
     }
 

@@ -37,6 +37,9 @@ pub struct Plan {
     pub total: usize,
     /// `candidates / total`.
     pub selectivity: f32,
+    /// Documents of the collection still waiting for their vectors (indexed by words first):
+    /// semantic search did not see them. 0 once indexing has finished.
+    pub unembedded: usize,
 }
 
 /// What the planner knows about a search.

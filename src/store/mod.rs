@@ -65,6 +65,7 @@ pub(crate) fn remove_document(tx: &WriteTransaction, id: u64) -> Result<Option<D
     for k in keys {
         vectors.remove(k)?;
     }
+    tx.open_table(PENDING)?.remove(id)?;
     // A migration's vectors of the document go with it.
     let mut next = tx.open_table(MIGRATION_VECTORS)?;
     let keys: Vec<u64> = next
@@ -87,6 +88,7 @@ pub(crate) fn create_tables(db: &redb::Database) -> Result<()> {
     tx.open_table(EMBED_CACHE)?;
     tx.open_table(MIGRATION_VECTORS)?;
     tx.open_table(MIGRATION_CACHE)?;
+    tx.open_table(PENDING)?;
     tx.open_table(SESSIONS)?;
     tx.open_table(FORGOTTEN)?;
     for t in [IDX_TAG, IDX_DOMAIN, IDX_SESSION, IDX_FILE] {

@@ -31,6 +31,9 @@ pub(crate) const EMBED_CACHE: TableDefinition<'_, u128, &[u8]> = TableDefinition
 pub(crate) const MIGRATION_VECTORS: TableDefinition<'_, u64, &[u8]> = TableDefinition::new("migration_vectors");
 /// A migration's embedding-cache rows for the new model, keyed like [`EMBED_CACHE`].
 pub(crate) const MIGRATION_CACHE: TableDefinition<'_, u128, &[u8]> = TableDefinition::new("migration_cache");
+/// Documents stored without their vectors yet (indexing stores words first and embeds after):
+/// internal id → 0. [`crate::Collection::embed_pending`] empties it.
+pub(crate) const PENDING: TableDefinition<'_, u64, u8> = TableDefinition::new("pending_vectors");
 /// Per-session ingest state (fingerprints), codec-encoded.
 pub(crate) const SESSIONS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("sessions");
 /// Forgotten sessions (`convdex forget`): session id → when it was forgotten (ms since epoch).

@@ -56,8 +56,8 @@ fn run(data: &Path, args: &[&str]) -> Output {
     out
 }
 
-/// Per collection: sessions, messages, decisions, summaries.
-fn counts(data: &Path) -> BTreeMap<String, [u64; 4]> {
+/// Per collection: sessions, messages, decisions, summaries, documents waiting for vectors.
+fn counts(data: &Path) -> BTreeMap<String, [u64; 5]> {
     let v: Value = serde_json::from_slice(&run(data, &["stats", "--json"]).stdout).unwrap();
     v.as_array()
         .unwrap()
@@ -67,7 +67,7 @@ fn counts(data: &Path) -> BTreeMap<String, [u64; 4]> {
             let n = |k: &str| s[k].as_u64().unwrap();
             (
                 c["collection"].as_str().unwrap().to_string(),
-                [n("sessions"), n("messages"), n("decisions"), n("summaries")],
+                [n("sessions"), n("messages"), n("decisions"), n("summaries"), c["pending_vectors"].as_u64().unwrap()],
             )
         })
         .collect()
@@ -276,4 +276,41 @@ fn migrate_killed_anywhere_is_finished_by_the_next_run() {
         assert!(m.values().all(|(m, pending)| m.contains("multilingual-e5-small") && !pending), "kill {i}: {m:?}");
     }
     println!("migrate: {kills} kills (seed {seed:#x}), {killed} before it finished, full run {full:?}");
+}
+
+/// `index` stores words first and embeds after: killed at any moment of a first run (most kills
+/// land while the model embeds), the next run ends with the counts of an uninterrupted run,
+/// nothing left waiting for vectors and no duplicate.
+#[test]
+fn index_killed_while_embedding_is_finished_by_the_next_run() {
+    let h = history();
+    let projects = h.path().join("projects");
+    let p = projects.to_str().unwrap();
+    let reference = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    run(reference.path(), &["index", p]);
+    let full = t.elapsed();
+    let expected = counts(reference.path());
+    assert!(expected.values().all(|c| c[4] == 0), "an uninterrupted run leaves nothing pending: {expected:?}");
+    let seed = env_or("CONVDEX_CRASH_SEED", 0x5eed) ^ 0xe3b;
+    let kills = env_or("CONVDEX_CRASH_KILLS", 10).div_ceil(2);
+    let mut rng = Rng(seed);
+    let (mut killed, mut pending_seen) = (0, 0);
+    for i in 0..kills {
+        let data = tempfile::tempdir().unwrap();
+        let delay = full.mul_f32(0.2 + 0.8 * rng.uniform());
+        killed += usize::from(!kill_after(data.path(), &["index", p], delay));
+        if data.path().read_dir().unwrap().next().is_some() {
+            let left = command(data.path(), &["stats", "--json"]).output().unwrap();
+            if let Ok(v) = serde_json::from_slice::<Value>(&left.stdout) {
+                pending_seen += v.as_array().into_iter().flatten().filter(|c| c["pending_vectors"] != 0).count();
+            }
+        }
+        run(data.path(), &["index", p]);
+        assert_eq!(counts(data.path()), expected, "seed {seed:#x} kill {i} at {delay:?} (of {full:?})");
+    }
+    println!(
+        "index (words first): {kills} kills (seed {seed:#x}), {killed} before it finished, {pending_seen} collections \
+         left with pending vectors, full run {full:?}"
+    );
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use convdex::{CollectionOptions, DocKind, Error, PlanPath, RebuildReason, VectorIndexState};
+use convdex::{CollectionOptions, DocKind, Error, PlanPath, RebuildReason, SearchMode, VectorIndexState};
 
 use crate::common::{clustered_vectors, doc, hash_index};
 
@@ -103,7 +103,7 @@ fn persistence_reload_and_rebuild() {
     let before = {
         let index = hash_index(dir.path(), opts.clone());
         let coll = index.collection("t", "p").unwrap();
-        assert_eq!(coll.vector_index_state(), &VectorIndexState::Rebuilt(RebuildReason::Missing));
+        assert_eq!(coll.vector_index_state().unwrap(), &VectorIndexState::Rebuilt(RebuildReason::Missing));
         coll.add_embedded(&docs, docs_v).unwrap();
         top_ids(&coll, queries)
     };
@@ -111,7 +111,7 @@ fn persistence_reload_and_rebuild() {
     {
         let index = hash_index(dir.path(), opts.clone());
         let coll = index.collection("t", "p").unwrap();
-        assert_eq!(coll.vector_index_state(), &VectorIndexState::Loaded);
+        assert_eq!(coll.vector_index_state().unwrap(), &VectorIndexState::Loaded);
         // Answers are identical while the graph loads (exact scan) and once it is in.
         assert_eq!(top_ids(&coll, queries), before);
         coll.wait_for_vector_index();
@@ -123,7 +123,7 @@ fn persistence_reload_and_rebuild() {
     {
         let index = hash_index(dir.path(), opts.clone());
         let coll = index.collection("t", "p").unwrap();
-        assert_eq!(coll.vector_index_state(), &VectorIndexState::Rebuilt(RebuildReason::Missing));
+        assert_eq!(coll.vector_index_state().unwrap(), &VectorIndexState::Rebuilt(RebuildReason::Missing));
         assert_eq!(top_ids(&coll, queries), before);
     }
     let graph = cdir.join("vectors").join("graph.hnsw.graph");
@@ -132,7 +132,7 @@ fn persistence_reload_and_rebuild() {
     {
         let index = hash_index(dir.path(), opts);
         let coll = index.collection("t", "p").unwrap();
-        assert!(matches!(coll.vector_index_state(), VectorIndexState::Rebuilt(RebuildReason::Corrupt(_))));
+        assert!(matches!(coll.vector_index_state().unwrap(), VectorIndexState::Rebuilt(RebuildReason::Corrupt(_))));
         assert_eq!(top_ids(&coll, queries), before);
     }
 }
@@ -156,7 +156,7 @@ fn stale_graph_is_caught_up() {
     copy_dir(&saved, &cdir.join("vectors"));
     let index = hash_index(dir.path(), CollectionOptions::default());
     let coll = index.collection("t", "p").unwrap();
-    match coll.vector_index_state() {
+    match coll.vector_index_state().unwrap() {
         VectorIndexState::CaughtUp { added, removed, .. } => assert_eq!((*added, *removed), (1, 1)),
         other => panic!("expected CaughtUp, got {other:?}"),
     }
@@ -340,4 +340,38 @@ fn opening_with_another_model_is_a_typed_error() {
     let err = index.collection("t", "p").unwrap_err();
     assert!(matches!(err, Error::ModelMismatch { stored_dim: 384, configured_dim: 64, .. }), "{err:?}");
     assert!(err.to_string().contains("rebuild"), "{err}");
+}
+
+/// A search by words never reads the graph; the first write or vector search loads it, and a
+/// write made while it was not loaded is in it exactly once.
+#[test]
+fn graph_is_loaded_only_when_vectors_are_needed() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let index = hash_index(dir.path(), CollectionOptions::default());
+        let coll = index.collection("t", "p").unwrap();
+        coll.add(&[doc("a", 0, "first batch alpha", &[], 0), doc("a", 1, "gamma words", &[], 1)]).unwrap();
+    }
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let coll = index.collection("t", "p").unwrap();
+    assert!(!coll.vector_index_loaded(), "opening reads no graph");
+    let hits = coll.search("alpha").mode(SearchMode::Lexical).run().unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!(!coll.vector_index_loaded(), "a lexical search reads no graph");
+    // A write while the graph is not loaded: it loads (the committed store, this write in it).
+    coll.add(&[doc("b", 0, "second batch beta", &[], 2)]).unwrap();
+    assert!(coll.vector_index_loaded());
+    let stats = coll.stats().unwrap();
+    assert_eq!(stats.graph_points, stats.chunks, "every vector once");
+    let hits = coll.search("second batch beta").mode(SearchMode::Semantic).exact(false).run().unwrap();
+    assert_eq!(hits.iter().next().map(|h| h.doc.session_id.as_str()), Some("b"));
+    drop(coll);
+    drop(index);
+    // The next process: a semantic search loads the graph written back at drop.
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let coll = index.collection("t", "p").unwrap();
+    let hits = coll.search("gamma words").mode(SearchMode::Semantic).run().unwrap();
+    assert!(coll.vector_index_loaded());
+    assert_eq!(coll.vector_index_state().unwrap(), &VectorIndexState::Loaded);
+    assert_eq!(hits.first().map(|h| h.doc.session_id.as_str()), Some("a"));
 }

@@ -23,6 +23,7 @@ mod import;
 mod mcp;
 mod migrate;
 mod model_ops;
+mod pending;
 mod ranking;
 mod real_search;
 mod robustness;

@@ -171,7 +171,7 @@ fn a_minilm_collection_answers_migrates_resumably_and_keeps_everything() {
     // The graph was rebuilt from the new vectors and persisted with the new model's name.
     let index = Index::open(data.path(), options(None)).unwrap();
     let c = only(&index);
-    assert_eq!(c.vector_index_state(), &convdex::VectorIndexState::Loaded);
+    assert_eq!(c.vector_index_state().unwrap(), &convdex::VectorIndexState::Loaded);
     assert_eq!(c.embedder().model_id(), model().model_id());
 }
 
