@@ -9,12 +9,14 @@
 //! Run: `cargo bench --bench ingest` (needs `../shared/data/transcripts` and `make models`).
 //! `CONVDEX_BENCH_PARTS=phases,memory` picks parts; `CONVDEX_BENCH_MEMORY=potion-base-8m:1,4,8;multilingual-e5-small:1`
 //! picks the memory runs (model: copies).
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use convdex::{Embedder, FastEmbedder, Index, IndexOptions, Options};
+use convdex::{EmbedOptions, Embedder, FastEmbedder, Index, IndexOptions, Options};
 
 /// Wraps an embedder and adds up the time spent inside it.
 struct Timed {
@@ -47,19 +49,6 @@ impl Embedder for Timed {
     fn token_offsets(&self, text: &str) -> Vec<(usize, usize)> {
         self.inner.token_offsets(text)
     }
-}
-
-fn corpus_roots(base: &Path) -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    for e in std::fs::read_dir(base).expect("../shared/data/transcripts").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            let projects = [p.join("projects"), p.join(".claude/projects")].into_iter().find(|x| x.is_dir());
-            v.push(projects.unwrap_or(p));
-        }
-    }
-    v.sort();
-    v
 }
 
 fn bytes(paths: &[PathBuf]) -> u64 {
@@ -116,46 +105,16 @@ fn copy_with_new_ids(root: &Path, dest: &Path, copy: u32) {
 
 /// Runs `convdex index --json` over `roots` into a fresh data dir with `model`: wall seconds,
 /// seconds until searchable by words, peak RSS in MB, messages.
-///
-/// The peak is the child's own `VmHWM`, read every 10 ms while it runs (the kernel's
-/// `ru_maxrss` of a spawned child also counts the parent's resident set at the spawn).
 fn run_cli(model: &str, roots: &[PathBuf]) -> (f64, f64, f64, u64) {
     let data = tempfile::tempdir().unwrap();
-    let t = Instant::now();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_convdex"))
-        .arg("--data-dir")
-        .arg(data.path())
-        .args(["--model", model, "index", "--json"])
-        .args(roots)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("convdex binary");
-    let status_file = format!("/proc/{}/status", child.id());
-    let mut out = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut json = String::new();
-        std::io::Read::read_to_string(&mut out, &mut json).unwrap();
-        json
-    });
-    let mut peak_kb = 0u64;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        let hwm = std::fs::read_to_string(&status_file).ok().and_then(|s| {
-            s.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        });
-        peak_kb = peak_kb.max(hwm.unwrap_or(0));
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    };
-    let wall = t.elapsed().as_secs_f64();
-    let json = reader.join().unwrap();
-    assert!(status.success(), "convdex index failed: {json}");
-    let v: serde_json::Value = serde_json::from_str(&json).expect("index --json");
+    let mut args = vec!["--model", model, "index", "--json"];
+    args.extend(roots.iter().map(|r| r.to_str().expect("UTF-8 corpus path")));
+    let run = common::convdex(data.path(), &args);
+    assert!(run.status.success(), "convdex index failed: {}", run.stdout);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("index --json");
     let words = v["words_seconds"].as_f64().unwrap_or(f64::NAN);
     let messages = v["messages"].as_u64().unwrap_or(0);
-    (wall, words, peak_kb as f64 / 1024.0, messages)
+    (run.wall.as_secs_f64(), words, run.peak_mb, messages)
 }
 
 fn memory(base: &Path, roots: &[PathBuf]) {
@@ -195,41 +154,50 @@ fn memory(base: &Path, roots: &[PathBuf]) {
 }
 
 fn phases(roots: &[PathBuf], mb: f64) {
-    let timed = Arc::new(Timed { inner: FastEmbedder::new().expect("run `make models`"), nanos: AtomicU64::new(0) });
-    let dir = tempfile::tempdir().unwrap();
-    let index = Index::open(dir.path(), Options::default().embedder(timed.clone())).unwrap();
-    let opts = IndexOptions { tenant: Some("bench".into()), defer_vectors: true, ..Default::default() };
-    let t = Instant::now();
-    let first = convdex::index_paths(&index, roots, &opts).unwrap();
-    let words = t.elapsed().as_secs_f64();
-    let embedded = index.embed_pending(None, &mut |_| std::ops::ControlFlow::Continue(())).unwrap();
-    let wall = t.elapsed().as_secs_f64();
-    let chunks: usize = embedded.found.iter().map(|r| r.chunks).sum();
-    let embed = timed.nanos.load(Ordering::Relaxed) as f64 / 1e9;
-    let t = Instant::now();
-    let second = convdex::index_paths(&index, roots, &opts).unwrap();
-    let rerun = t.elapsed().as_secs_f64();
-    assert_eq!(second.messages, 0);
-    assert_eq!(index.pending_vectors(None).unwrap().found, 0);
     println!(
-        "| model | sessions | messages | chunks | MB | searchable by words | all vectors | messages/s | embedding (model alone) | full run / embedding | no-change re-run |"
+        "| model, model calls | sessions | messages | chunks | MB | searchable by words | all vectors | messages/s | embedding (model alone) | full run / embedding | no-change re-run |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    println!(
-        "| {} | {} | {} | {} | {:.1} | {:.1} s ({:.1} %) | {:.1} s | {:.1} | {:.1} s | {:.3}× | {:.2} s |",
-        timed.model_id(),
-        first.sessions_new,
-        first.messages,
-        chunks,
-        mb,
-        words,
-        100.0 * words / wall,
-        wall,
-        first.messages as f64 / wall,
-        embed,
-        wall / embed,
-        rerun
-    );
+    // Today's defaults, then the defaults before model calls had a token budget (16 texts a
+    // call whatever their length, ONNX Runtime's arena on), on the same texts in one run.
+    let configs = [
+        ("≤ 512 tokens a call, no arena", EmbedOptions::default()),
+        ("16 texts a call, arena", EmbedOptions::default().batch_tokens(usize::MAX).memory_arena(true)),
+    ];
+    for (label, options) in configs {
+        let inner = FastEmbedder::with_options(options).expect("run `make models`");
+        let timed = Arc::new(Timed { inner, nanos: AtomicU64::new(0) });
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(dir.path(), Options::default().embedder(timed.clone())).unwrap();
+        let opts = IndexOptions { tenant: Some("bench".into()), defer_vectors: true, ..Default::default() };
+        let t = Instant::now();
+        let first = convdex::index_paths(&index, roots, &opts).unwrap();
+        let words = t.elapsed().as_secs_f64();
+        let embedded = index.embed_pending(None, &mut |_| std::ops::ControlFlow::Continue(())).unwrap();
+        let wall = t.elapsed().as_secs_f64();
+        let chunks: usize = embedded.found.iter().map(|r| r.chunks).sum();
+        let embed = timed.nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        let t = Instant::now();
+        let second = convdex::index_paths(&index, roots, &opts).unwrap();
+        let rerun = t.elapsed().as_secs_f64();
+        assert_eq!(second.messages, 0);
+        assert_eq!(index.pending_vectors(None).unwrap().found, 0);
+        println!(
+            "| {}, {label} | {} | {} | {} | {:.1} | {:.1} s ({:.1} %) | {:.1} s | {:.1} | {:.1} s | {:.3}× | {:.2} s |",
+            timed.model_id(),
+            first.sessions_new,
+            first.messages,
+            chunks,
+            mb,
+            words,
+            100.0 * words / wall,
+            wall,
+            first.messages as f64 / wall,
+            embed,
+            wall / embed,
+            rerun
+        );
+    }
 }
 
 fn main() {
@@ -237,7 +205,7 @@ fn main() {
         return;
     }
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/transcripts");
-    let roots = corpus_roots(&base);
+    let roots = common::corpus_roots(&base);
     let mb = bytes(&roots) as f64 / 1e6;
     let parts = std::env::var("CONVDEX_BENCH_PARTS").unwrap_or_else(|_| "phases,memory".into());
     println!("shared corpus: {} roots, {mb:.1} MB of transcripts", roots.len());

@@ -16,8 +16,9 @@ pub struct DoctorArgs {
     /// Rebuild damaged collections (the damaged files are kept beside them).
     #[arg(long)]
     pub repair: bool,
-    /// Claude Code projects root to read transcripts from when repairing (default:
-    /// ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects).
+    /// Claude Code projects root to compare with the index and to read transcripts from when
+    /// repairing (default: every agent's history found on this machine; ~/.claude/projects, or
+    /// $CLAUDE_CONFIG_DIR/projects, when repairing).
     #[arg(long)]
     pub history: Option<PathBuf>,
     /// Print JSON.
@@ -73,36 +74,99 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
             serde_json::json!({"state": "missing", "detail": e.to_string()})
         }
     };
-    let hooks = hooks(ctx);
+    let data_dir = serde_json::json!({"path": ctx.dir, "bytes": index.bytes_on_disk()});
+    let out = serde_json::json!({
+        "collections": rows,
+        "model": model,
+        "hooks": hooks(ctx),
+        "history": behind(ctx, &index, history),
+        "data_dir": data_dir,
+    });
     if json {
-        let out = serde_json::json!({"collections": rows, "model": model, "hooks": hooks});
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        for r in &rows {
-            let detail = r["detail"].as_str().unwrap_or_default();
-            println!(
-                "{:<9} {}{}",
-                r["state"].as_str().unwrap_or_default(),
-                r["collection"].as_str().unwrap_or_default(),
-                if detail.is_empty() { String::new() } else { format!(": {detail}") }
-            );
-        }
-        println!(
-            "{:<9} model{}",
-            model["state"].as_str().unwrap_or_default(),
-            model["dir"].as_str().map(|d| format!(" in {d}")).unwrap_or_default()
-        );
-        print_hooks(&hooks);
-        if !repair && rows.iter().any(|r| r["state"] == "damaged") {
-            println!("run `convdex doctor --repair` to rebuild the damaged collections");
-        }
+        print_text(&out, repair);
     }
     Ok(())
 }
 
-/// What opening a collection repaired on its own, and a migration it still needs.
+/// The report `--json` prints, as lines of text.
+fn print_text(out: &serde_json::Value, repair: bool) {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let rows = out["collections"].as_array().cloned().unwrap_or_default();
+    for r in &rows {
+        let detail = text(&r["detail"]);
+        let detail = if detail.is_empty() { detail } else { format!(": {detail}") };
+        println!("{:<9} {}{detail}", text(&r["state"]), text(&r["collection"]));
+    }
+    let model = &out["model"];
+    println!(
+        "{:<9} model{}",
+        text(&model["state"]),
+        model["dir"].as_str().map(|d| format!(" in {d}")).unwrap_or_default()
+    );
+    print_hooks(&out["hooks"]);
+    let behind = &out["history"];
+    println!("{:<9} history: {}", text(&behind["state"]), text(&behind["detail"]));
+    for p in behind["sessions"].as_array().into_iter().flatten().take(10) {
+        println!("          {}", text(p));
+    }
+    let dir = &out["data_dir"];
+    println!("{:<9} data dir {} ({:.1} MB)", "", text(&dir["path"]), dir["bytes"].as_f64().unwrap_or(0.0) / 1e6);
+    if !repair && rows.iter().any(|r| r["state"] == "damaged") {
+        println!("run `convdex doctor --repair` to rebuild the damaged collections");
+    }
+}
+
+/// Sessions on disk that are not indexed, or changed since they were (a dry run of `convdex
+/// index`: nothing written).
+fn behind(ctx: &Ctx, index: &convdex::Index, history: Option<PathBuf>) -> serde_json::Value {
+    let paths: Vec<PathBuf> = match history {
+        Some(p) => vec![p],
+        None => convdex::default_paths(),
+    };
+    let paths: Vec<PathBuf> = paths.into_iter().filter(|p| p.exists()).collect();
+    if paths.is_empty() {
+        return serde_json::json!({"state": "none", "detail": "no history found on this machine (give --history)", "sessions": []});
+    }
+    let report = ctx
+        .index_options(IndexOptions { dry_run: true, ..Default::default() })
+        .and_then(|o| Ok(convdex::index_paths(index, &paths, &o)?));
+    match report {
+        Ok(r) if r.would_index.is_empty() => serde_json::json!({
+            "state": "ok",
+            "detail": format!("{} sessions on disk, all indexed and unchanged", r.sessions_skipped),
+            "sessions": [],
+        }),
+        Ok(r) => {
+            problem(format!(
+                "{} sessions on disk are not indexed or changed since: run `convdex index`",
+                r.would_index.len()
+            ));
+            serde_json::json!({
+                "state": "behind",
+                "detail": format!(
+                    "{} sessions not indexed, {} changed since they were, {} up to date: run `convdex index`",
+                    r.sessions_new, r.sessions_appended, r.sessions_skipped
+                ),
+                "sessions": r.would_index,
+            })
+        }
+        Err(e) => serde_json::json!({"state": "unknown", "detail": format!("{e:#}"), "sessions": []}),
+    }
+}
+
+/// What opening a collection repaired on its own, work it still has pending, and a migration
+/// it still needs.
 fn notes(c: &convdex::Collection) -> String {
     let mut notes = Vec::new();
+    if let Ok(n) = c.pending_vectors()
+        && n > 0
+    {
+        notes.push(format!(
+            "{n} documents wait for their vectors (searchable by words already); `convdex index` embeds them"
+        ));
+    }
     let graph = match c.vector_index_state() {
         Ok(s) => s.clone(),
         Err(e) => {

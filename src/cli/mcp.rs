@@ -106,6 +106,22 @@ pub struct IndexParams {
 }
 
 /// The server: one data directory, the model loaded on first use.
+/// `remember`'s parameters.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RememberParams {
+    /// The note or decision, as it should be read later.
+    pub text: String,
+    /// Why, when there is a reason worth keeping.
+    pub why: Option<String>,
+    /// Project by name; default: the project of `dir`, else of the server's working directory.
+    pub project: Option<String>,
+    /// The directory whose project it belongs to (a new project when none is indexed).
+    pub dir: Option<String>,
+    /// Files it is about (absolute, or relative to the project).
+    pub files: Option<Vec<String>>,
+}
+
 #[derive(Clone)]
 pub struct Server {
     index: Arc<Index>,
@@ -311,6 +327,27 @@ impl Server {
                 ));
             }
             Ok(out)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Remember a note or decision on purpose (stored as a decision, extraction method manual): searchable at once and shown first in the next session's brief. Give `text` as it should be read later, `why` when there is a reason, `files` it is about; it goes to `project`, else the project of `dir` or of the working directory. Remembering the same text again changes nothing."
+    )]
+    async fn remember(&self, Parameters(p): Parameters<RememberParams>) -> ToolResult {
+        let index = self.index.clone();
+        blocking(move || {
+            let cwd = std::env::current_dir()?.to_string_lossy().into_owned();
+            let dir = p.dir.unwrap_or(cwd);
+            let target = match &p.project {
+                Some(name) => convdex::RememberIn::Project(name),
+                None => convdex::RememberIn::Dir(&dir),
+            };
+            let files = p.files.unwrap_or_default();
+            let what = convdex::Remember { text: &p.text, why: p.why.as_deref(), files: &files, target, tenant: None };
+            let r = convdex::remember(&index, &what)?;
+            let verb = if r.new { "remembered" } else { "already remembered" };
+            Ok(format!("{verb} in {} ({}): {}", r.project, r.collection, r.document.id))
         })
         .await
     }

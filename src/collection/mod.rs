@@ -62,6 +62,9 @@ pub struct CollectionOptions {
     /// Keep a lexical (BM25) index next to the vector index, for lexical and hybrid search.
     /// Without it only semantic search is available. Default: true.
     pub lexical_index: bool,
+    /// Memory redb may use to cache the store's pages, per collection. Default: 64 MiB (redb's
+    /// own default, 1 GiB, let a long indexing run keep most of what it wrote in memory).
+    pub cache_bytes: usize,
 }
 
 impl Default for CollectionOptions {
@@ -75,6 +78,7 @@ impl Default for CollectionOptions {
             chunk_tokens: 254,
             chunk_overlap: 32,
             lexical_index: true,
+            cache_bytes: 64 << 20,
         }
     }
 }
@@ -174,6 +178,7 @@ impl Collection {
     ) -> Result<Collection> {
         let init = meta.clone();
         let emb = embedder.clone();
+        let cache = options.cache_bytes;
         Self::open_with(dir, name, meta, embedder, options, true, resolve, move |path| {
             if !path.exists() {
                 // Create atomically: a fresh database is initialised under another name and
@@ -192,7 +197,7 @@ impl Collection {
             // outside) is verified page by page while opening: damage is then an error instead
             // of a panic of a plain open, and what redb can repair is repaired.
             let verify = !Seal::new(path.parent().unwrap_or(Path::new(".")), true).intact();
-            Ok(Database::builder().set_check_integrity_on_open(verify).create(path)?)
+            Ok(Database::builder().set_check_integrity_on_open(verify).set_cache_size(cache).create(path)?)
         })
     }
 

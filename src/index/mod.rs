@@ -132,6 +132,11 @@ impl Index {
         Ok(Index { root, options, embedder, others: Mutex::new(HashMap::new()), open: Mutex::new(HashMap::new()) })
     }
 
+    /// Bytes on disk under the data directory (every collection, hook records, backups).
+    pub fn bytes_on_disk(&self) -> u64 {
+        crate::collection::read::dir_size(&self.root)
+    }
+
     /// The data directory.
     pub fn root(&self) -> &Path {
         &self.root

@@ -42,6 +42,10 @@ pub struct IndexOptions {
     /// (resumable). `convdex index` does both. Default: false (each session is embedded as it
     /// is written).
     pub defer_vectors: bool,
+    /// Only find what a run would index: sessions new or changed since they were indexed
+    /// (listed in [`IndexReport::would_index`]), writing nothing and creating no collection (a
+    /// project without one counts all its sessions as new). Default: false.
+    pub dry_run: bool,
 }
 
 /// Settings read from a config file (`~/.config/convdex/config.json` by default):
@@ -115,6 +119,8 @@ pub struct IndexReport {
     /// Sessions, project folders and paths that could not be indexed, and why. The run went on
     /// without them; the next run tries them again.
     pub failures: Vec<Failure>,
+    /// A dry run ([`IndexOptions::dry_run`]): the first file of every session it would index.
+    pub would_index: Vec<PathBuf>,
     /// Wall time.
     #[serde(skip)]
     pub elapsed: Duration,
@@ -295,6 +301,16 @@ pub fn index_paths_with_progress(
     Ok(report)
 }
 
+/// The existing collection of `folder`'s project (any tenant), without creating one.
+fn find_project(index: &Index, folder: &ProjectFolder) -> Result<Option<std::sync::Arc<Collection>>> {
+    let key = folder.project.clone().unwrap_or_else(|| folder.dir.to_string_lossy().into_owned());
+    let found = index
+        .collections()?
+        .into_iter()
+        .find(|c| c.project_path.as_deref().is_some_and(|p| crate::text::paths::same_dir(p, &key)));
+    found.map(|c| index.collection(&c.tenant, &c.project)).transpose()
+}
+
 fn open_project(index: &Index, tenant: &str, folder: &ProjectFolder) -> Result<std::sync::Arc<Collection>> {
     let path = folder.project.clone();
     let dir_name = folder.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -350,7 +366,18 @@ fn index_folder(
     if sessions.is_empty() {
         return Ok(());
     }
-    let coll = open_project(index, tenant, folder)?;
+    let coll = if options.dry_run {
+        match find_project(index, folder)? {
+            Some(c) => c,
+            None => {
+                report.sessions_new += sessions.len();
+                report.would_index.extend(sessions.iter().filter_map(|s| Some(s.files().first()?.0.to_path_buf())));
+                return Ok(());
+            }
+        }
+    } else {
+        open_project(index, tenant, folder)?
+    };
     let root = coll.meta()?.project_path.unwrap_or_default();
     report.collections.push(coll.name().to_string());
     for s in sessions {
@@ -365,6 +392,9 @@ fn index_folder(
             }
         }
         tick(&s.id);
+    }
+    if options.dry_run {
+        return Ok(());
     }
     let changed = crate::derive::life::relink(
         coll.documents_of_kind(DocKind::Summary)?,
@@ -397,6 +427,14 @@ fn index_session(
     let stats: Vec<(&Path, Option<(u64, i64)>)> = files.iter().map(|(p, _)| (*p, file_state(p))).collect();
     if !options.force && previous.as_ref().is_some_and(|prev| prev.unchanged(&stats)) {
         report.sessions_skipped += 1;
+        return Ok(());
+    }
+    if options.dry_run {
+        match previous {
+            Some(_) => report.sessions_appended += 1,
+            None => report.sessions_new += 1,
+        }
+        report.would_index.extend(files.first().map(|(p, _)| p.to_path_buf()));
         return Ok(());
     }
     // Read and parse every file of the session.

@@ -51,19 +51,35 @@ pub(crate) fn read_generation(db: &impl ReadableDatabase) -> Result<u64> {
     Ok(get_u64(&tx.open_table(META)?, META_GENERATION)?.unwrap_or(0))
 }
 
+/// The model id and dimension a store's metadata records, after checking its layout version;
+/// `None` when the metadata is not initialised yet.
+fn recorded(t: &impl ReadableTable<&'static str, &'static [u8]>) -> Result<Option<(String, usize)>> {
+    let Some(bytes) = t.get(META_SCHEMA)?.map(|v| v.value().to_vec()) else { return Ok(None) };
+    let found = bytes.as_slice().try_into().map(u32::from_le_bytes).unwrap_or(u32::MAX);
+    if found != SCHEMA_VERSION {
+        return Err(Error::FormatVersion { what: "collection", found, supported: SCHEMA_VERSION });
+    }
+    let stored = t.get(META_MODEL)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default();
+    Ok(Some((stored, get_u64(t, META_DIM)?.unwrap_or(0) as usize)))
+}
+
 /// Initialises a new store's metadata (recording `model_id` and `dim`), or checks an existing
-/// one's layout version. Returns the model id and dimension the store records.
+/// one's layout version. Returns the model id and dimension the store records. An initialised
+/// store is only read (no write transaction: a read-only session leaves the file unchanged).
 pub(crate) fn check_or_init_meta(
     db: &Database,
     model_id: &str,
     dim: usize,
     meta: &CollectionMeta,
 ) -> Result<(String, usize)> {
+    if let Some(found) = recorded(&db.begin_read()?.open_table(META)?)? {
+        return Ok(found);
+    }
     let tx = db.begin_write()?;
     let stored = {
         let mut t = tx.open_table(META)?;
-        let schema = t.get(META_SCHEMA)?.map(|v| v.value().to_vec());
-        match schema {
+        match recorded(&t)? {
+            Some(found) => found,
             None => {
                 t.insert(META_SCHEMA, SCHEMA_VERSION.to_le_bytes().as_slice())?;
                 t.insert(META_MODEL, model_id.as_bytes())?;
@@ -72,15 +88,6 @@ pub(crate) fn check_or_init_meta(
                 t.insert(META_NEXT_ID, 1u64.to_le_bytes().as_slice())?;
                 t.insert(META_COLLECTION, codec::encode(meta).as_slice())?;
                 (model_id.to_string(), dim)
-            }
-            Some(bytes) => {
-                let found = bytes.as_slice().try_into().map(u32::from_le_bytes).unwrap_or(u32::MAX);
-                if found != SCHEMA_VERSION {
-                    return Err(Error::FormatVersion { what: "collection", found, supported: SCHEMA_VERSION });
-                }
-                let stored =
-                    t.get(META_MODEL)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default();
-                (stored, get_u64(&t, META_DIM)?.unwrap_or(0) as usize)
             }
         }
     };

@@ -80,6 +80,11 @@ pub(crate) fn remove_document(tx: &WriteTransaction, id: u64) -> Result<Option<D
 
 /// Creates every table so that read transactions never meet a missing one.
 pub(crate) fn create_tables(db: &redb::Database) -> Result<()> {
+    // Every table there already (any open after the first): no write transaction, so a
+    // read-only session leaves the file as it found it (and its seal valid).
+    if all_tables_exist(db)? {
+        return Ok(());
+    }
     let tx = db.begin_write()?;
     tx.open_table(META)?;
     tx.open_table(DOCS)?;
@@ -99,6 +104,28 @@ pub(crate) fn create_tables(db: &redb::Database) -> Result<()> {
     tx.commit()?;
     let _ = db.begin_read()?;
     Ok(())
+}
+
+fn all_tables_exist(db: &redb::Database) -> Result<bool> {
+    use redb::{MultimapTableHandle, TableHandle};
+    let tx = db.begin_read()?;
+    let tables: Vec<String> = tx.list_tables()?.map(|t| t.name().to_string()).collect();
+    let multimaps: Vec<String> = tx.list_multimap_tables()?.map(|t| t.name().to_string()).collect();
+    let plain = [
+        META.name(),
+        DOCS.name(),
+        UUIDS.name(),
+        VECTORS.name(),
+        EMBED_CACHE.name(),
+        MIGRATION_VECTORS.name(),
+        MIGRATION_CACHE.name(),
+        PENDING.name(),
+        SESSIONS.name(),
+        FORGOTTEN.name(),
+    ];
+    let multi =
+        [IDX_TAG.name(), IDX_DOMAIN.name(), IDX_SESSION.name(), IDX_FILE.name(), IDX_KIND.name(), IDX_TIME.name()];
+    Ok(plain.iter().all(|t| tables.iter().any(|n| n == t)) && multi.iter().all(|t| multimaps.iter().any(|n| n == t)))
 }
 
 /// Internal ids of a session's documents.

@@ -53,8 +53,13 @@ impl Drop for Seal {
             let _ = std::fs::remove_file(&path);
             return;
         }
+        let now = fingerprint(&self.dir);
+        // Nothing changed since the seal was written (a read-only session): keep it.
+        if std::fs::read_to_string(&path).is_ok_and(|s| s == now) {
+            return;
+        }
         let tmp = self.dir.join(format!("{FILE}.tmp"));
-        if std::fs::write(&tmp, fingerprint(&self.dir)).is_ok() {
+        if std::fs::write(&tmp, now).is_ok() {
             let _ = std::fs::rename(&tmp, &path);
         }
     }

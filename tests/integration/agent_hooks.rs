@@ -130,3 +130,56 @@ fn install_keeps_unrelated_settings_and_uninstall_restores_them() {
     assert!(convdex(data.path(), &["uninstall"], "", &env).status.success());
     assert_eq!(std::fs::read_to_string(&settings_path).unwrap(), original, "uninstall restores the file");
 }
+
+/// `doctor` compares the history on disk with the index, writing nothing: a new session and a
+/// new project's session are reported with the command that fixes it; after `index`, none.
+#[test]
+fn doctor_reports_sessions_on_disk_that_are_not_indexed() {
+    let (history, transcript) = crate::common::sample_history();
+    let projects = history.path().join("projects");
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path();
+    let cfg = tempfile::tempdir().unwrap();
+    let env = [("CLAUDE_CONFIG_DIR", cfg.path())];
+    let root = projects.to_str().unwrap();
+    assert!(convdex(d, &["index", root], "", &env).status.success());
+    // Exit 3 (done with problems) when something needs fixing, with a `warning:` line.
+    let doctor = |d: &Path| -> Value {
+        let out = convdex(d, &["doctor", "--json", "--history", root], "", &env);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let behind = v["history"]["state"] == "behind";
+        assert_eq!(out.status.code(), Some(if behind { 3 } else { 0 }), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stderr).contains("run `convdex index`"), behind);
+        v
+    };
+    let v = doctor(d);
+    assert_eq!(v["history"]["state"], "ok", "{v:#}");
+    assert!(v["data_dir"]["bytes"].as_u64().unwrap() > 0);
+
+    // A second session in the project, and a session of a project never indexed (in Chinese).
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    let old = transcript.file_stem().unwrap().to_str().unwrap();
+    let new_id = "0b5e2c1d-9a8f-4e7d-8c6b-5a4f3e2d1c0b";
+    let second = transcript.with_file_name(format!("{new_id}.jsonl"));
+    std::fs::write(&second, text.replace(old, new_id)).unwrap();
+    let other = projects.join("-home-dev-数据-管道");
+    std::fs::create_dir_all(&other).unwrap();
+    let third_id = "1c6f3d2e-0b9a-4f8e-9d7c-6b5a4f3e2d1c";
+    std::fs::write(
+        other.join(format!("{third_id}.jsonl")),
+        text.replace(old, third_id).replace("acme-api", "数据-管道"),
+    )
+    .unwrap();
+    let before = std::fs::read_dir(d).unwrap().count();
+    let v = doctor(d);
+    assert_eq!(v["history"]["state"], "behind", "{v:#}");
+    let listed: Vec<&str> = v["history"]["sessions"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(listed.iter().any(|p| p.ends_with(&format!("{new_id}.jsonl"))), "{listed:?}");
+    assert!(listed.iter().any(|p| p.ends_with(&format!("{third_id}.jsonl"))), "{listed:?}");
+    assert!(v["history"]["detail"].as_str().unwrap().contains("convdex index"));
+    assert_eq!(std::fs::read_dir(d).unwrap().count(), before, "a dry run creates no collection");
+
+    assert!(convdex(d, &["index", root], "", &env).status.success());
+    assert_eq!(doctor(d)["history"]["state"], "ok");
+}

@@ -48,7 +48,7 @@ fn mcp_server_answers_a_real_client() {
         let tools = client.list_all_tools().await.unwrap();
         let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         names.sort();
-        assert_eq!(names, ["decisions", "handoff", "index", "search", "session"]);
+        assert_eq!(names, ["decisions", "handoff", "index", "remember", "search", "session"]);
         let search = tools.iter().find(|t| t.name == "search").unwrap();
         let props = search.input_schema.get("properties").and_then(Value::as_object).unwrap();
         for p in ["query", "project", "type", "tags", "session", "file", "file_prefix", "since", "until", "mode", "limit"] {
@@ -85,6 +85,22 @@ fn mcp_server_answers_a_real_client() {
         let r = client.call_tool(call("handoff", json!({}))).await.unwrap();
         assert!(text(&r).contains("acme") || text(&r).contains('#'), "{}", text(&r));
 
+        // Remember a decision through the tool: stored once, found by search and by decisions.
+        let note = json!({"text": "Rate limits stay in Redis, never in process memory", "why": "several API pods",
+                          "project": "acme-api", "files": ["src/limits.rs"]});
+        let r = client.call_tool(call("remember", note.clone())).await.unwrap();
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+        assert!(text(&r).starts_with("remembered in acme-api"), "{}", text(&r));
+        let r = client.call_tool(call("remember", note)).await.unwrap();
+        assert!(text(&r).starts_with("already remembered"), "{}", text(&r));
+        let r = client
+            .call_tool(call("search", json!({"query": "where do rate limits live", "type": "decision", "mode": "lexical"})))
+            .await
+            .unwrap();
+        assert!(text(&r).contains("Redis"), "{}", text(&r));
+        let r = client.call_tool(call("decisions", json!({"project": "acme-api", "file": "src/limits.rs"}))).await.unwrap();
+        assert!(text(&r).contains("Redis") && text(&r).contains("several API pods"), "{}", text(&r));
+
         // Bad arguments are tool errors with a message; the server keeps serving.
         for (name, args, says) in [
             ("search", json!({"limit": 3}), "query"),
@@ -94,6 +110,8 @@ fn mcp_server_answers_a_real_client() {
             ("search", json!({"query": "x", "colour": "red"}), "colour"),
             ("session", json!({"id": "zzzz"}), "no session starts with"),
             ("index", json!({"path": "/nonexistent/history"}), "does not exist"),
+            ("remember", json!({"text": "  "}), "nothing to remember"),
+            ("remember", json!({"text": "x", "project": "no-such-project"}), "no-such-project"),
         ] {
             let r = client.call_tool(call(name, args.clone())).await.unwrap();
             assert_eq!(r.is_error, Some(true), "{name} {args}: {}", text(&r));

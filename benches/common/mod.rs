@@ -1,0 +1,100 @@
+//! Helpers shared by the bench binaries that time `convdex` as a child process.
+
+// Each bench binary compiles this module and uses part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// What one run of the `convdex` binary took.
+pub struct Run {
+    /// Exit status.
+    pub status: ExitStatus,
+    /// Wall time, process start included.
+    pub wall: Duration,
+    /// Peak resident set in MB: GNU time's `%M` when `/usr/bin/time` exists (its own small
+    /// process forks the child, so the kernel's figure is the child's alone), else the child's
+    /// `VmHWM` read every 5 ms while it runs (a process shorter than that reads 0). The kernel's
+    /// `ru_maxrss` of a child spawned from here would also count this process's resident set.
+    pub peak_mb: f64,
+    /// Standard output.
+    pub stdout: String,
+}
+
+/// Runs `convdex` with `data_dir` and `args`.
+pub fn convdex(data_dir: &Path, args: &[&str]) -> Run {
+    convdex_with_input(data_dir, args, None)
+}
+
+/// Runs `convdex` with `data_dir` and `args`, `input` on its standard input.
+pub fn convdex_with_input(data_dir: &Path, args: &[&str], input: Option<&str>) -> Run {
+    let gnu_time = Path::new("/usr/bin/time");
+    let report = tempfile::NamedTempFile::new().expect("temp file");
+    let mut cmd = if gnu_time.exists() {
+        let mut c = Command::new(gnu_time);
+        c.args(["-f", "%M", "-o"]).arg(report.path()).arg(env!("CARGO_BIN_EXE_convdex"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_convdex"))
+    };
+    let t = Instant::now();
+    let mut child = cmd
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("convdex binary");
+    if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+        let _ = std::io::Write::write_all(&mut stdin, text.as_bytes());
+    }
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut out = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let mut peak_kb = 0u64;
+    let status = loop {
+        let hwm = std::fs::read_to_string(&status_file).ok().and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        });
+        peak_kb = peak_kb.max(hwm.unwrap_or(0));
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let wall = t.elapsed();
+    if gnu_time.exists() {
+        let text = std::fs::read_to_string(report.path()).unwrap_or_default();
+        peak_kb = text.lines().filter_map(|l| l.trim().parse::<u64>().ok()).next_back().unwrap_or(0);
+    }
+    Run { status, wall, peak_mb: peak_kb as f64 / 1024.0, stdout: reader.join().unwrap_or_default() }
+}
+
+/// The `p` quantile (0..=1) of `v`, in milliseconds.
+pub fn pct_ms(mut v: Vec<Duration>, p: f64) -> f64 {
+    v.sort();
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[i].as_secs_f64() * 1e3
+}
+
+/// The shared corpus: each source's Claude Code projects root (`projects` or
+/// `.claude/projects`), sorted.
+pub fn corpus_roots(base: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(base).expect("../shared/data/transcripts").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            let projects = [p.join("projects"), p.join(".claude/projects")].into_iter().find(|x| x.is_dir());
+            v.push(projects.unwrap_or(p));
+        }
+    }
+    v.sort();
+    v
+}
