@@ -30,3 +30,4 @@ bench: models
 	$(CARGO) bench --bench embed
 	$(CARGO) bench --bench search
 	$(CARGO) bench --bench ingest
+	$(CARGO) bench --bench cold

@@ -15,7 +15,9 @@
 //! two-word queries, with ratios. The bench installs it into `target/peer` with
 //! `cargo install sessionwiki --version 0.34.21 --locked` when it is not there (never a dependency).
 //!
-//! Run: `cargo bench --bench cold` (needs `make models`). `CONVDEX_BENCH_PARTS=search,hooks,peer`
+//! Last, the prompt hook's recall replayed in time order (`recall`: see [`recall`]).
+//!
+//! Run: `cargo bench --bench cold` (needs `make models`). `CONVDEX_BENCH_PARTS=search,hooks,peer,recall`
 //! picks parts; `CONVDEX_BENCH_COLD=20,100000` sets projects and documents;
 //! `CONVDEX_BENCH_RUNS=20` the runs per mode.
 
@@ -86,9 +88,20 @@ fn build(dir: &std::path::Path, projects: usize, docs: usize) -> Duration {
     t.elapsed()
 }
 
-/// Real user prompts of the corpus (typed text, not tool results or command output): time,
-/// working directory, session id and text, in time order.
-fn prompts(roots: &[std::path::PathBuf]) -> Vec<(String, String, String, String)> {
+/// A real user prompt of the corpus.
+#[derive(Clone)]
+struct Prompt {
+    at: String,
+    cwd: String,
+    session: String,
+    text: String,
+    file: std::path::PathBuf,
+    uuid: String,
+}
+
+/// Real user prompts of the corpus (typed text, not tool results or command output), in time
+/// order.
+fn prompts(roots: &[std::path::PathBuf]) -> Vec<Prompt> {
     fn files(p: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         if p.is_dir() {
             for e in std::fs::read_dir(p).into_iter().flatten().flatten() {
@@ -120,11 +133,24 @@ fn prompts(roots: &[std::path::PathBuf]) -> Vec<(String, String, String, String)
             if v["isSidechain"] == true || p.starts_with('<') || p.len() < 12 || p.len() > 2000 {
                 continue;
             }
-            found.push((at.to_string(), cwd.to_string(), session.to_string(), p.to_string()));
+            found.push(Prompt {
+                at: at.to_string(),
+                cwd: cwd.to_string(),
+                session: session.to_string(),
+                text: p.to_string(),
+                file: f.clone(),
+                uuid: v["uuid"].as_str().unwrap_or_default().to_string(),
+            });
         }
     }
-    found.sort();
+    found.sort_by(|a, b| (&a.at, &a.uuid).cmp(&(&b.at, &b.uuid)));
     found
+}
+
+/// `n` prompts spread evenly over `all` (in time order).
+fn spread(all: &[Prompt], n: usize) -> Vec<&Prompt> {
+    let n = n.min(all.len());
+    (0..n).map(|i| &all[i * all.len() / n]).collect()
 }
 
 fn hooks(runs: usize) {
@@ -136,9 +162,8 @@ fn hooks(runs: usize) {
     let indexed = common::convdex(data.path(), &args);
     assert!(indexed.status.success(), "convdex index failed");
     let all = prompts(&roots);
-    let picked: Vec<&(String, String, String, String)> =
-        (0..50.min(all.len())).map(|i| &all[i * all.len() / 50.min(all.len())]).collect();
-    let mut dirs: Vec<&str> = all.iter().map(|(_, cwd, _, _)| cwd.as_str()).collect();
+    let picked = spread(&all, 50);
+    let mut dirs: Vec<&str> = all.iter().map(|p| p.cwd.as_str()).collect();
     dirs.sort();
     dirs.dedup();
     let dirs: Vec<&str> = (0..20.min(dirs.len())).map(|i| dirs[i * dirs.len() / 20.min(dirs.len())]).collect();
@@ -157,9 +182,7 @@ fn hooks(runs: usize) {
         .iter()
         // The prompt's own session is excluded, as Claude Code's payload names it; sessions
         // after it are in the index (the block rate is an upper bound).
-        .map(|(_, cwd, session, p)| {
-            ("prompt", serde_json::json!({"session_id": session, "cwd": cwd, "prompt": p}).to_string())
-        })
+        .map(|p| ("prompt", serde_json::json!({"session_id": p.session, "cwd": p.cwd, "prompt": p.text}).to_string()))
         .chain(dirs.iter().map(|cwd| {
             ("session-start", serde_json::json!({"session_id": "bench", "cwd": cwd, "source": "startup"}).to_string())
         }))
@@ -193,7 +216,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let parts = std::env::var("CONVDEX_BENCH_PARTS").unwrap_or_else(|_| "search,hooks,peer".into());
+    let parts = std::env::var("CONVDEX_BENCH_PARTS").unwrap_or_else(|_| "search,hooks,peer,recall".into());
     let runs: usize = std::env::var("CONVDEX_BENCH_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(20);
     if parts.contains("search") {
         search(runs);
@@ -204,6 +227,87 @@ fn main() {
     if parts.contains("peer") {
         peer();
     }
+    if parts.contains("recall") {
+        recall();
+    }
+}
+
+/// The prompt hook's recall replayed as history happened: for 50 real prompts (spread over the
+/// corpus in time order), only documents up to the prompt's time, its own session excluded;
+/// each hit compared with the judgement set `tests/data/prompt_judgements.json` (transcript
+/// path + prompt uuid + recalled document id → relevant or not; never text).
+/// `CONVDEX_BENCH_SHOW=1` prints prompts and hits to stderr, to judge new ones.
+fn recall() {
+    let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    let roots = common::corpus_roots(&base.join("transcripts"));
+    let data = tempfile::tempdir().unwrap();
+    let index = Index::open(data.path(), Options::default()).unwrap();
+    // Words only: the recall is lexical, so no vector is computed.
+    let opts = convdex::IndexOptions { defer_vectors: true, ..Default::default() };
+    convdex::index_paths(&index, &roots, &opts).unwrap();
+    let judged: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/prompt_judgements.json"),
+        )
+        .unwrap_or_else(|_| "{}".into()),
+    )
+    .unwrap_or_default();
+    let verdict = |file: &str, uuid: &str, doc: &str| -> Option<bool> {
+        judged["prompts"].as_array()?.iter().find(|p| p["file"] == file && p["uuid"] == uuid)?["hits"]
+            .as_array()?
+            .iter()
+            .find(|h| h["doc"] == doc)?["relevant"]
+            .as_bool()
+    };
+    let show = std::env::var("CONVDEX_BENCH_SHOW").is_ok();
+    let all = prompts(&roots);
+    let (mut blocks, mut hits, mut relevant, mut unjudged, mut useful_blocks) = (0, 0, 0, 0, 0);
+    let picked = spread(&all, 50);
+    for p in &picked {
+        let file = p.file.strip_prefix(&base).unwrap_or(&p.file).to_string_lossy().replace('\\', "/");
+        let until = chrono::DateTime::parse_from_rfc3339(&p.at).ok().map(|t| t.with_timezone(&chrono::Utc));
+        let options = convdex::RecallOptions { exclude_session: Some(p.session.clone()), until, ..Default::default() };
+        let found = match index.project_at(&p.cwd).unwrap() {
+            Some(info) => index.recall(&info, &p.text, &options).unwrap(),
+            None => Vec::new(),
+        };
+        if show {
+            eprintln!("\n=== {file} {} ({} hits)\n{}", p.uuid, found.len(), convdex::text::prefix_chars(&p.text, 400));
+        }
+        if found.is_empty() {
+            continue;
+        }
+        blocks += 1;
+        let mut any = false;
+        for h in &found {
+            let doc = h.hit.doc.id.to_string();
+            hits += 1;
+            match verdict(&file, &p.uuid, &doc) {
+                Some(true) => {
+                    relevant += 1;
+                    any = true;
+                }
+                Some(false) => {}
+                None => unjudged += 1,
+            }
+            if show {
+                eprintln!(
+                    "  -> {doc} relevance {}: {}",
+                    h.hit.relevance,
+                    convdex::text::prefix_chars(&h.hit.doc.content.replace('\n', " "), 300)
+                );
+            }
+        }
+        useful_blocks += usize::from(any);
+    }
+    println!();
+    println!(
+        "| prompt recall replayed in time order (50 real prompts, held out: the threshold was not chosen on them) | value |"
+    );
+    println!("|---|---:|");
+    println!("| prompts that received a block | {blocks} of {} |", picked.len());
+    println!("| recalled hits judged relevant | {relevant} of {} judged ({unjudged} not judged) |", hits - unjudged);
+    println!("| blocks holding at least one relevant hit | {useful_blocks} of {blocks} |");
 }
 
 /// sessionwiki, installed into `target/peer` on first use.
