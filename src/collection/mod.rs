@@ -120,6 +120,10 @@ pub struct Collection {
     opened: OnceLock<VectorIndexState>,
     pub(crate) lexical: Option<crate::lexical::Lexical>,
     lexical_opened: LexicalIndexState,
+    /// The store generation of bulk writes staged in the lexical index and not committed yet.
+    lexical_staged: Mutex<Option<u64>>,
+    /// Bulk writes were committed without syncing (see [`write::SessionWrite`]).
+    store_unsynced: AtomicBool,
     /// After the store and the lexical index (fields drop in order), before the lock.
     seal: Seal,
     _lock: std::fs::File,
@@ -308,6 +312,8 @@ impl Collection {
             opened: OnceLock::new(),
             lexical,
             lexical_opened,
+            lexical_staged: Mutex::new(None),
+            store_unsynced: AtomicBool::new(false),
             seal,
             _lock: lock,
         };

@@ -29,6 +29,8 @@ pub struct CollectionStats {
     pub chunks: usize,
     /// Vectors in the graph, deleted ones included.
     pub graph_points: usize,
+    /// Documents the lexical index can find (committed; 0 without a lexical index).
+    pub lexical_documents: usize,
     /// Store generation.
     pub generation: u64,
     /// Bytes on disk (redb file, graph and lexical index).
@@ -167,6 +169,7 @@ impl Collection {
             summaries: count(DocKind::Summary)?,
             chunks: tx.open_table(VECTORS)?.len()? as usize,
             graph_points: ann.points(),
+            lexical_documents: self.lexical.as_ref().map_or(0, |l| l.num_docs()),
             generation: meta::read_generation(&self.db)?,
             bytes_on_disk,
         })

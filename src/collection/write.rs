@@ -32,7 +32,9 @@ pub(crate) struct SessionWrite<'a> {
     /// Remove the session's tombstone.
     pub(crate) unforget: bool,
     /// Store the documents and their words now and their vectors later
-    /// ([`Collection::embed_pending`]): no model runs in this write.
+    /// ([`Collection::embed_pending`]): no model runs in this write. A bulk write: the lexical
+    /// index commits it at the next [`Collection::flush`] (or the next write that commits),
+    /// not at once.
     pub(crate) defer_vectors: bool,
 }
 
@@ -177,8 +179,16 @@ impl Collection {
             )));
         }
         let deferred = prepared.deferred;
+        let bulk = session.as_ref().is_some_and(|w| w.defer_vectors);
         let mut prepared = prepared.chunks.into_iter();
-        let tx = self.db.begin_write()?;
+        let mut tx = self.db.begin_write()?;
+        if bulk {
+            // Made durable by the next flush, before the lexical index commits what it staged
+            // (a crash before that loses these sessions whole, fingerprints included: the next
+            // run indexes them again).
+            tx.set_durability(redb::Durability::None).map_err(|e| Error::Storage(e.into()))?;
+            self.store_unsynced.store(true, Ordering::SeqCst);
+        }
         let mut removed = Vec::new();
         let mut unforgot = false;
         if let Some(w) = &session {
@@ -240,8 +250,29 @@ impl Collection {
         if unforgot {
             self.write_tombstone_sidecar()?;
         }
-        self.follow_store(&replaced_ids, &new_vectors, &lexical_docs, generation)?;
+        if bulk {
+            self.follow_store_staged(&replaced_ids, &lexical_docs, generation)?;
+        } else {
+            self.follow_store(&replaced_ids, &new_vectors, &lexical_docs, generation)?;
+        }
         Ok(report)
+    }
+
+    /// [`Collection::follow_store`] for a bulk write without vectors: tombstones as usual, the
+    /// words staged in the lexical index and committed by the next flush.
+    fn follow_store_staged(&self, removed: &[u64], lexical_docs: &[(u64, String)], generation: u64) -> Result<()> {
+        if !removed.is_empty() && !self.graph_locked()? {
+            let mut ann = self.ann.write().unwrap_or_else(|e| e.into_inner());
+            for id in removed {
+                ann.tombstone(*id);
+            }
+            self.dirty.store(true, Ordering::SeqCst);
+        }
+        if let Some(l) = &self.lexical {
+            l.stage(removed, lexical_docs)?;
+            *self.lexical_staged.lock().unwrap_or_else(|e| e.into_inner()) = Some(generation);
+        }
+        Ok(())
     }
 
     /// The derived indexes follow a committed write: removed documents' vectors become
@@ -266,6 +297,8 @@ impl Collection {
         self.dirty.store(true, Ordering::SeqCst);
         if let Some(l) = &self.lexical {
             l.apply(removed, lexical_docs, generation)?;
+            // Anything staged before went in with this commit.
+            *self.lexical_staged.lock().unwrap_or_else(|e| e.into_inner()) = None;
         }
         self.maybe_rebuild_locked()
     }
@@ -420,8 +453,10 @@ impl Collection {
         }
     }
 
-    /// Persists the graph if it changed since the last flush (also done on drop).
+    /// Commits words staged by bulk writes and persists the graph if it changed since the last
+    /// flush (also done on drop).
     pub fn flush(&self) -> Result<()> {
+        self.commit_staged_words()?;
         if !self.dirty.swap(false, Ordering::SeqCst) {
             return Ok(());
         }
@@ -436,6 +471,20 @@ impl Collection {
             self.dirty.store(true, Ordering::SeqCst);
         }
         res
+    }
+
+    /// Makes bulk writes durable (one synced commit), then commits the lexical index's staged
+    /// words, if any: the lexical index never claims a generation the store could lose.
+    fn commit_staged_words(&self) -> Result<()> {
+        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if self.store_unsynced.swap(false, Ordering::SeqCst) {
+            self.db.begin_write()?.commit()?;
+        }
+        let staged = self.lexical_staged.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match (staged, &self.lexical) {
+            (Some(generation), Some(l)) => l.commit(generation),
+            _ => Ok(()),
+        }
     }
 
     /// Writes embedding-cache rows read back from a damaged store ([`crate::Index::repair`]);

@@ -157,6 +157,14 @@ impl Lexical {
     /// generation. Added ids are never in the index already: the store never reuses an id, and
     /// reconciling adds only ids the index lacks.
     pub(crate) fn apply(&self, remove: &[u64], add: &[(u64, String)], generation: u64) -> Result<()> {
+        self.stage(remove, add)?;
+        self.commit(generation)
+    }
+
+    /// Removes and adds like [`Lexical::apply`] without committing: searches see the change
+    /// after the next [`Lexical::commit`] (a crash before it loses only what the store's
+    /// generation makes the next open catch up).
+    pub(crate) fn stage(&self, remove: &[u64], add: &[(u64, String)]) -> Result<()> {
         self.with_writer(|w| {
             for id in remove {
                 w.delete_term(Term::from_field_u64(self.doc, *id));
@@ -167,6 +175,14 @@ impl Lexical {
                 d.add_text(self.text, text);
                 w.add_document(d).map_err(|e| tantivy_err(self.dir(), e))?;
             }
+            Ok(())
+        })
+    }
+
+    /// Commits what was staged, recording the store generation it reflects, and reloads the
+    /// reader.
+    pub(crate) fn commit(&self, generation: u64) -> Result<()> {
+        self.with_writer(|w| {
             let mut commit = w.prepare_commit().map_err(|e| tantivy_err(self.dir(), e))?;
             commit.set_payload(&format!("{FORMAT}:{generation}"));
             commit.commit().map_err(|e| tantivy_err(self.dir(), e))?;
@@ -183,6 +199,11 @@ impl Lexical {
             Ok(())
         })?;
         self.reader.reload().map_err(|e| tantivy_err(self.dir(), e))
+    }
+
+    /// Documents the committed index holds (deleted ones not counted).
+    pub(crate) fn num_docs(&self) -> usize {
+        self.reader.searcher().num_docs() as usize
     }
 
     /// Internal ids of every indexed document.
