@@ -50,21 +50,6 @@ impl Embedder for AsDefault {
     }
 }
 
-/// Deterministic synthetic text: `n` words from a Zipf-like 5,000-word vocabulary.
-fn words(seed: u64, n: usize) -> String {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let u = (x % 1_000_000) as f64 / 1_000_000.0;
-            format!("w{}", (5000f64.powf(u) as usize).min(4999))
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn build(dir: &std::path::Path, projects: usize, docs: usize) -> Duration {
     let spec = convdex::models::Manifest::builtin().default_spec();
     let embedder = Arc::new(AsDefault { id: spec.id.clone(), inner: HashEmbedder::new(spec.dimension) });
@@ -77,7 +62,7 @@ fn build(dir: &std::path::Path, projects: usize, docs: usize) -> Duration {
         let all: Vec<Document> = (0..per)
             .map(|i| {
                 let n = (p * per + i) as u64;
-                Document::message(&format!("s{p}-{}", i % 100), &format!("m{n}"), n, Role::User, &words(n, 30))
+                Document::message(&format!("s{p}-{}", i % 100), &format!("m{n}"), n, Role::User, &common::words(n, 30))
             })
             .collect();
         for (d, v) in all.chunks(5_000).zip(vectors.chunks(5_000)) {
@@ -454,7 +439,7 @@ fn search(runs: usize) {
     for (label, extra) in modes {
         let (mut wall, mut peak) = (Vec::new(), 0f64);
         for r in 0..=runs {
-            let query = words(SEED + r as u64, 3);
+            let query = common::words(SEED + r as u64, 3);
             let mut args = vec!["search", query.as_str(), "--limit", "10"];
             args.extend_from_slice(extra);
             let run = common::convdex(dir.path(), &args);

@@ -7,8 +7,10 @@
 //! Run: `cargo bench --bench search` (prints markdown tables). `CONVDEX_BENCH_SIZES=10000`
 //! limits the sizes.
 
+mod common;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use convdex::testutil::clustered_vectors;
 use convdex::{CollectionOptions, Document, HashEmbedder, Index, Options, Role, SearchMode};
@@ -26,29 +28,6 @@ fn index_with(dir: &std::path::Path, lexical: bool) -> Index {
     let options = CollectionOptions { lexical_index: lexical, ..CollectionOptions::default() };
     let opts = Options::default().embedder(Arc::new(HashEmbedder::new(DIM))).collection(options);
     Index::open(dir, opts).unwrap()
-}
-
-/// Deterministic synthetic text: `n` words from a Zipf-like 5,000-word vocabulary.
-fn words(seed: u64, n: usize) -> String {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            // Zipf-like: small ranks are far more frequent.
-            let u = (x % 1_000_000) as f64 / 1_000_000.0;
-            let rank = (5000f64.powf(u) as usize).min(4999);
-            format!("w{rank}")
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn pct(mut v: Vec<Duration>, p: f64) -> f64 {
-    v.sort();
-    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
-    v[i].as_secs_f64() * 1e3
 }
 
 fn main() {
@@ -71,7 +50,7 @@ fn run(n: usize) {
     let (dv, queries) = vectors.split_at(n);
     let docs: Vec<Document> = (0..n)
         .map(|i| {
-            let text = words(i as u64, 30);
+            let text = common::words(i as u64, 30);
             let mut d = Document::message(&format!("s{}", i % 500), &format!("m{i}"), i as u64, Role::User, &text);
             d.tags.push("p100".into());
             for (m, t) in [(2, "p50"), (10, "p10"), (100, "p1"), (1000, "p01")] {
@@ -148,9 +127,9 @@ fn run(n: usize) {
             "| {tag} | {} | {:?} | {:.2} | {:.2} | {:.2} | {:.3} |",
             plan.candidates,
             plan.path,
-            pct(lat.clone(), 0.5),
-            pct(lat, 0.99),
-            pct(elat, 0.5),
+            common::pct_ms(lat.clone(), 0.5),
+            common::pct_ms(lat, 0.99),
+            common::pct_ms(elat, 0.5),
             recall / QUERIES as f64
         );
     }
@@ -161,14 +140,18 @@ fn run(n: usize) {
         for tag in ["none", "p10"] {
             let mut lat = Vec::new();
             for q in 0..QUERIES {
-                let text = words(1_000_000 + q as u64, 3);
+                let text = common::words(1_000_000 + q as u64, 3);
                 let b = coll.search(&text).mode(mode).limit(K);
                 let b = if tag == "none" { b } else { b.tags_any([tag]) };
                 let t = Instant::now();
                 let _ = b.run().unwrap();
                 lat.push(t.elapsed());
             }
-            println!("| {mode:?} | {tag} | {:.2} | {:.2} |", pct(lat.clone(), 0.5), pct(lat, 0.99));
+            println!(
+                "| {mode:?} | {tag} | {:.2} | {:.2} |",
+                common::pct_ms(lat.clone(), 0.5),
+                common::pct_ms(lat, 0.99)
+            );
         }
     }
     drop(coll);

@@ -98,3 +98,20 @@ pub fn corpus_roots(base: &Path) -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// Deterministic synthetic text: `n` words from a Zipf-like 5,000-word vocabulary.
+pub fn words(seed: u64, n: usize) -> String {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Zipf-like: small ranks are far more frequent.
+            let u = (x % 1_000_000) as f64 / 1_000_000.0;
+            let rank = (5000f64.powf(u) as usize).min(4999);
+            format!("w{rank}")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -6,24 +6,39 @@ use std::ops::ControlFlow;
 
 use super::across::Across;
 use super::{Index, Skipped};
-use crate::collection::{EmbedProgress, EmbedReport, MigrationProgress, MigrationReport};
+use crate::collection::{Collection, EmbedProgress, EmbedReport, MigrationProgress, MigrationReport};
 use crate::error::Result;
 
 impl Index {
-    /// The collections of `project` (all when `None`) that still hold another model's vectors
-    /// than the configured one, with how far their migration got.
-    pub fn migrations(&self, project: Option<&str>) -> Result<Across<Vec<MigrationProgress>>> {
+    /// Runs `f` on every collection of `project` (all when `None`), each guarded: a collection
+    /// that cannot be opened or read is skipped and listed, the others go on; `f` returning
+    /// [`ControlFlow::Break`] stops. Returns the collections skipped.
+    fn each_collection(
+        &self,
+        project: Option<&str>,
+        mut f: impl FnMut(&Collection) -> Result<ControlFlow<()>>,
+    ) -> Result<Vec<Skipped>> {
         let opened = self.open_collections(project)?;
-        let mut found = Vec::new();
         let mut skipped = opened.skipped;
         for (info, c) in opened.collections {
-            match c.guarded(|c| c.migration_progress()) {
-                Ok(Some(p)) => found.push(p),
-                Ok(None) => {}
+            match c.guarded(&mut f) {
+                Ok(ControlFlow::Continue(())) => {}
+                Ok(ControlFlow::Break(())) => break,
                 Err(error) if error.is_collection_fault() => skipped.push(Skipped { info, error }),
                 Err(e) => return Err(e),
             }
         }
+        Ok(skipped)
+    }
+
+    /// The collections of `project` (all when `None`) that still hold another model's vectors
+    /// than the configured one, with how far their migration got.
+    pub fn migrations(&self, project: Option<&str>) -> Result<Across<Vec<MigrationProgress>>> {
+        let mut found = Vec::new();
+        let skipped = self.each_collection(project, |c| {
+            found.extend(c.migration_progress()?);
+            Ok(ControlFlow::Continue(()))
+        })?;
         Ok(Across { found, skipped })
     }
 
@@ -39,40 +54,26 @@ impl Index {
         project: Option<&str>,
         progress: &mut dyn FnMut(&MigrationProgress) -> ControlFlow<()>,
     ) -> Result<Across<Vec<MigrationReport>>> {
-        let opened = self.open_collections(project)?;
         let mut found = Vec::new();
-        let mut skipped = opened.skipped;
-        for (info, c) in opened.collections {
+        let skipped = self.each_collection(project, |c| {
             if c.migration_target().is_none() {
-                continue;
+                return Ok(ControlFlow::Continue(()));
             }
-            match c.guarded(|c| c.migrate(progress)) {
-                Ok(r) => {
-                    let stopped = !r.finished;
-                    found.push(r);
-                    if stopped {
-                        break;
-                    }
-                }
-                Err(error) if error.is_collection_fault() => skipped.push(Skipped { info, error }),
-                Err(e) => return Err(e),
-            }
-        }
+            let r = c.migrate(progress)?;
+            let stopped = !r.finished;
+            found.push(r);
+            Ok(if stopped { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+        })?;
         Ok(Across { found, skipped })
     }
 
     /// Documents of `project` (all when `None`) waiting for their vectors, in all.
     pub fn pending_vectors(&self, project: Option<&str>) -> Result<Across<usize>> {
-        let opened = self.open_collections(project)?;
         let mut found = 0;
-        let mut skipped = opened.skipped;
-        for (info, c) in opened.collections {
-            match c.guarded(|c| c.pending_vectors()) {
-                Ok(n) => found += n,
-                Err(error) if error.is_collection_fault() => skipped.push(Skipped { info, error }),
-                Err(e) => return Err(e),
-            }
-        }
+        let skipped = self.each_collection(project, |c| {
+            found += c.pending_vectors()?;
+            Ok(ControlFlow::Continue(()))
+        })?;
         Ok(Across { found, skipped })
     }
 
@@ -86,24 +87,16 @@ impl Index {
         project: Option<&str>,
         progress: &mut dyn FnMut(&EmbedProgress) -> ControlFlow<()>,
     ) -> Result<Across<Vec<EmbedReport>>> {
-        let opened = self.open_collections(project)?;
         let mut found = Vec::new();
-        let mut skipped = opened.skipped;
-        for (info, c) in opened.collections {
-            match c.guarded(|c| if c.pending_vectors()? == 0 { Ok(None) } else { c.embed_pending(progress).map(Some) })
-            {
-                Ok(None) => {}
-                Ok(Some(r)) => {
-                    let stopped = r.left > 0;
-                    found.push(r);
-                    if stopped {
-                        break;
-                    }
-                }
-                Err(error) if error.is_collection_fault() => skipped.push(Skipped { info, error }),
-                Err(e) => return Err(e),
+        let skipped = self.each_collection(project, |c| {
+            if c.pending_vectors()? == 0 {
+                return Ok(ControlFlow::Continue(()));
             }
-        }
+            let r = c.embed_pending(progress)?;
+            let stopped = r.left > 0;
+            found.push(r);
+            Ok(if stopped { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+        })?;
         Ok(Across { found, skipped })
     }
 }
