@@ -12,6 +12,8 @@ use regex::Regex;
 use crate::doc::{DecisionStatus, Role};
 use crate::text::find_ci;
 
+use super::replies;
+
 /// A decision found in one message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Extracted {
@@ -49,7 +51,7 @@ struct Rule {
 }
 
 /// Verbs that make "let's …" a choice rather than a plan of action.
-const CHOICE: &str = r"(?:use|go with|go back to|switch(?:\s+\w+){0,4}\s+to|switch back to|revert to|migrate to|adopt|keep|leave|stick with|stay with|continue (?:to use|using|with)|pick|choose|replace|rely on|standardi[sz]e on|store|put|build it with|write it in|implement it (?:with|in))";
+const CHOICE: &str = r"(?:use|go with|go back to|switch(?:\s+\w+){0,4}\s+to|switch back to|revert to|migrate to|adopt|keep|leave|stick with|stay with|continue (?:to use|using|with)|pick|choose|replace|rely on|standardi[sz]e on|store|put|build it with|write it in|implement it (?:with|in)|focus on)";
 
 /// Which authors a rule applies to.
 #[derive(Clone, Copy, PartialEq)]
@@ -88,7 +90,9 @@ fn rules() -> &'static [Rule] {
             // "We'll go with Postgres."
             r("will_choice", &format!(r"\b(?:we'?ll|we will|we are going to|we're going to)\s+(?:just\s+)?{CHOICE}\b"), 0.75, Active, Anyone),
             // "I'll use the standard option then, it is known to work."
-            r("i_will_choice", r"\b(?:i'?ll|i will)\s+(?:just\s+)?(?:use|go with|stick with|keep|stay with)\b.*\b(?:then|instead|rather than|because|since)\b", 0.7, Active, Anyone),
+            r("i_will_choice", r"\b(?:i'?ll|i will)\s+(?:just\s+)?(?:use|go with|stick with|keep|stay with|make|switch to|change)\b.*\b(?:then|instead|rather than|because|since|so that|so both|so the)\b", 0.7, Active, Anyone),
+            // "Fix is to drop NLA and let Windows show its own login screen."
+            r("fix_is_to", r"^(?:the\s+)?(?:fix|solution|chosen fix) is to\b", 0.6, Active, Anyone),
             // "I will use the desktop app for work and the web app for the rest."
             r("i_will_use", r"\b(?:i'?ll|i will|i'?m going to|i am going to)\s+(?:just\s+|only\s+)?(?:use|go with|stick with|stay with|scrap|drop|abandon)\b", 0.7, Active, User),
             // "We should not use global state in handlers." / "We shouldn't be committing the key."
@@ -115,19 +119,23 @@ fn rules() -> &'static [Rule] {
             r("going_forward", r"\b(?:going forward|from now on|from here on)\b", 0.6, Active, Anyone),
             // "Let's leave the admin pages for later; the main site comes first."
             r("defer", r"\b(?:let'?s|we'?ll|we will)\b.{0,60}\b(?:at a later date|later on|for later)\b", 0.6, Active, Anyone),
+            // "Google Analytics will be implemented." / "It will always use the staging key."
+            r("will_be", r"\b(?:will|shall)\s+(?:always|never)\s+\w+|\bwill be implemented\b", 0.6, Active, User),
             // Chinese: "改用 X" (switch to X), "还用上次的 X" (keep using X), "决定…" (decided), "应该…用 X"
-            r("cjk_choice", r"(?:决定|采用|改用|就用|还用|继续用|统一用|不要用|别用|应该.{0,20}用)", 0.7, Active, Anyone),
+            r("cjk_choice", r"(?:决定|采用|改用|就用|还用|继续用|统一用|不要用|别用|应该.{0,20}用|改为|改成|换成|替换为|统一为|默认(?:值)?为|的方针|不再使用|弃用)", 0.7, Active, Anyone),
             // Japanese: "X にします" (we'll go with X), "X に決めました" (decided on X), "X を使うことにした"
-            r("ja_choice", r"(?:にします|に決め|ことにし(?:ます|た)|で行きます|でいきます)", 0.7, Active, Anyone),
+            r("ja_choice", r"(?:にします|に決め|ことにし(?:ます|た)|で行きます|でいきます|を採用|採用方針|に統一|へ移行|に移行し|を廃止|という方針|方針[:：]|決定[:：])", 0.7, Active, Anyone),
+            // Korean: "X로 변경" (change to X), "하기로 했다" (decided to), "결정:" (decision:), "X 말고 Y" (Y, not X)
+            r("ko_choice", r"(?:(?:로|으로)\s*(?:변경|바꿔|바꾸|교체|전환|통일|가자|하자|결정)|하기로\s*(?:했|함|하자|결정)|결정[:：]|말고\s)", 0.7, Active, Anyone),
         ]
     })
 }
 
-fn re(pat: &str) -> Regex {
+pub(super) fn re(pat: &str) -> Regex {
     Regex::new(pat).expect("valid")
 }
 
-fn code_re() -> &'static Regex {
+pub(super) fn code_re() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     R.get_or_init(|| re(r"(?s)```.*?(```|\z)"))
 }
@@ -236,7 +244,7 @@ fn narrated_choice(s: &str) -> bool {
     R.get_or_init(|| re(r"(?i)\binstead\b.*\b(?:since|because|as it|so that)\b")).is_match(s)
 }
 
-fn clause_after<'a>(s: &'a str, words: &[&str]) -> Option<&'a str> {
+pub(super) fn clause_after<'a>(s: &'a str, words: &[&str]) -> Option<&'a str> {
     words
         .iter()
         .filter_map(|w| find_ci(s, w).map(|i| i + w.len()))
@@ -246,7 +254,7 @@ fn clause_after<'a>(s: &'a str, words: &[&str]) -> Option<&'a str> {
         .filter(|c| c.split_whitespace().count() >= 2)
 }
 
-fn alternatives(s: &str) -> Vec<String> {
+pub(super) fn alternatives(s: &str) -> Vec<String> {
     let lower = s.to_lowercase();
     let mut out = Vec::new();
     for marker in ["instead of ", "rather than ", " over ", "from "] {
@@ -272,7 +280,7 @@ fn alternatives(s: &str) -> Vec<String> {
 
 /// A readable one-line summary: the sentence without leading chatter, capitalised, ≤ 120 chars.
 /// In a long sentence the summary starts at the clause holding the decision (byte offset `at`).
-fn summarize(s: &str, at: usize) -> String {
+pub(super) fn summarize(s: &str, at: usize) -> String {
     // `at` is an offset in `s`; trimming the start shifts it.
     let at = at.saturating_sub(s.len() - s.trim_start().len());
     let mut t = s.trim().trim_end_matches(['.', '!', '。', '！']);
@@ -303,7 +311,7 @@ fn summarize(s: &str, at: usize) -> String {
     if t.chars().count() > 120 { format!("{}…", t.chars().take(119).collect::<String>()) } else { t }
 }
 
-const REASON_WORDS: &[&str] =
+pub(super) const REASON_WORDS: &[&str] =
     &[" because ", " since ", " so that ", " due to ", " as it ", " as there", " which means ", " which is more "];
 
 /// Decisions in one message. `previous` is the message before it in the session, used to
@@ -367,9 +375,7 @@ pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
         && turn.role == Role::User
         && let Some(prev) = previous
         && prev.role == Role::Assistant
-        && let Some(d) = accepted(turn.text, prev.text)
-            .or_else(|| picked(turn.text, prev.text))
-            .or_else(|| answered(turn.text, prev.text))
+        && let Some(d) = replies::decided_by_reply(turn.text, prev.text)
     {
         out.push(d);
     }
@@ -398,145 +404,6 @@ pub fn extract_all<'a>(turns: impl IntoIterator<Item = Turn<'a>>) -> Vec<(usize,
         previous = Some(turn);
     }
     out
-}
-
-/// "Yes, go with option 2" after the assistant recommended something: the recommendation is
-/// the decision.
-fn accepted(reply: &str, proposal: &str) -> Option<Extracted> {
-    static APPROVE: OnceLock<Regex> = OnceLock::new();
-    static PROPOSE: OnceLock<Regex> = OnceLock::new();
-    let approve = APPROVE.get_or_init(|| {
-        re(r"(?i)^\s*(yes|yep|yeah|ok|okay|sure|agreed|sounds good|looks good|lgtm|perfect|great|do it|go ahead|let'?s do (it|that)|go with (it|that|option \d|the (first|second|third)))\b")
-    });
-    let propose = PROPOSE.get_or_init(|| {
-        re(r"(?i)\b(i'?d recommend|i recommend|i suggest|i'?d suggest|my recommendation|i'?d go with|i would go with|the best option is|i propose|recommended:?|my (?:personal )?pick(?: would be| is)?)\b")
-    });
-    let reply_words = reply.split_whitespace().count();
-    if reply_words > 25 || !approve.is_match(reply) || reply.contains('?') {
-        return None;
-    }
-    let s = sentences(proposal).into_iter().find(|s| propose.is_match(s))?;
-    let reasoning = clause_after(&format!(" {s}"), REASON_WORDS).map(str::to_string);
-    Some(Extracted {
-        summary: format!("Accepted proposal: {}", summarize(&propose.replace(&s, "").replace("  ", " "), 0)),
-        content: format!("{s} — {}", reply.trim()),
-        alternatives: alternatives(&s),
-        reasoning,
-        confidence: 0.7,
-        status: DecisionStatus::Active,
-        rule: "accepted_proposal",
-    })
-}
-
-/// A short answer to an either/or question ("auto-detect your location, or use a fixed
-/// city?" — "yes, it should detect the location"): the answer names one side.
-fn answered(reply: &str, proposal: &str) -> Option<Extracted> {
-    let reply = reply.trim();
-    if reply.split_whitespace().count() > 30 || reply.contains('?') {
-        return None;
-    }
-    let question = sentences(proposal).into_iter().rev().find(|s| s.contains('?'))?;
-    let q = question.to_lowercase();
-    let (left, right) = q.split_once(" or ")?;
-    // The alternatives are the few words either side of "or", not the whole question.
-    let left = left.trim_end_matches([',', ' ']);
-    let left = left.rsplit([':', ',']).next().unwrap_or(left);
-    let left: String = left.split_whitespace().rev().take(4).collect::<Vec<_>>().join(" ");
-    let right: String = right.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
-    let (left, right) = (left.as_str(), right.as_str());
-    let words = |t: &str| -> Vec<String> {
-        t.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 4).map(str::to_string).collect()
-    };
-    let reply_words = words(&reply.to_lowercase());
-    let hits = |side: &str| words(side).iter().filter(|w| reply_words.contains(w)).count();
-    let (l, r) = (hits(left), hits(right));
-    if l == r {
-        return None;
-    }
-    Some(Extracted {
-        summary: format!("Chose: {}", summarize(reply, 0)),
-        content: format!("{} — {reply}", question.trim()),
-        alternatives: Vec::new(),
-        reasoning: None,
-        confidence: 0.5,
-        status: DecisionStatus::Active,
-        rule: "answered_either_or",
-    })
-}
-
-/// Options the assistant laid out as a list: `(label, text)`, label being the bold letter or
-/// number the item starts with, if any ("- **B** — a dot below the number").
-fn options(proposal: &str) -> Vec<(Option<String>, String)> {
-    static ITEM: OnceLock<Regex> = OnceLock::new();
-    let item = ITEM.get_or_init(|| re(r"^\s*(?:[-*•]|\d+[.)])\s+(?:\*\*([A-Za-z0-9]{1,2})\*\*\s*[—:–-]\s*)?(.+)$"));
-    let text = code_re().replace_all(proposal, "\n");
-    text.lines()
-        .filter_map(|l| item.captures(l))
-        .map(|c| (c.get(1).map(|m| m.as_str().to_lowercase()), c[2].replace("**", "").trim().to_string()))
-        .filter(|(_, t)| !t.is_empty() && !t.ends_with('?'))
-        .collect()
-}
-
-/// A pick among options the assistant just offered: "C and highlight the number" (a labelled
-/// item), "first option sounds easy" (an ordinal), "slant looks the best" or "I like Mission
-/// Control" (naming something the assistant wrote about).
-fn picked(reply: &str, proposal: &str) -> Option<Extracted> {
-    static ORDINAL: OnceLock<Regex> = OnceLock::new();
-    static PREFER: OnceLock<Regex> = OnceLock::new();
-    let reply = reply.trim();
-    if reply.split_whitespace().count() > 25 || reply.contains('?') {
-        return None;
-    }
-    static ASKED: OnceLock<Regex> = OnceLock::new();
-    let asked = proposal.contains('?')
-        || ASKED
-            .get_or_init(|| re(r"(?i)\b(?:which|do you prefer|you'?d prefer|would you like|do you want|want me to)\b"))
-            .is_match(proposal);
-    let opts = options(proposal);
-    let ordinal = ORDINAL.get_or_init(|| {
-        re(r"(?i)^(?:(?:the|i'?ll take the|go with the|let'?s do the)\s+)?(first|second|third|last|1st|2nd|3rd)\s+(?:one|option|approach)\b|^(?:([a-d])|option\s+([a-d1-4]))(?:\s+and\b|\s*[,.!]|$)")
-    });
-    let prefer = PREFER.get_or_init(|| {
-        re(r"(?i)^(?:i (?:like|prefer|love)\s+(.{2,40}?)|(.{2,30}?)\s+(?:looks|is|sounds|seems) (?:the )?(?:best|better|great|perfect|right))(?:\s*[,.!]|\s+(?:but|and|for)\b|$)")
-    });
-    let chosen: String = if let Some(c) = ordinal.captures(reply) {
-        if !asked || opts.is_empty() {
-            return None;
-        }
-        let pick = if let Some(w) = c.get(1) {
-            match w.as_str().to_lowercase().as_str() {
-                "first" | "1st" => opts.first(),
-                "second" | "2nd" => opts.get(1),
-                "third" | "3rd" => opts.get(2),
-                _ => opts.last(),
-            }
-        } else {
-            let key = c.get(2).or_else(|| c.get(3))?.as_str().to_lowercase();
-            opts.iter()
-                .find(|(label, _)| label.as_deref() == Some(key.as_str()))
-                .or_else(|| key.parse::<usize>().ok().and_then(|n| opts.get(n.wrapping_sub(1))))
-        };
-        pick?.1.clone()
-    } else if let Some(c) = prefer.captures(reply) {
-        let named = c.get(1).or_else(|| c.get(2))?.as_str().trim();
-        // The named thing must be something the assistant just wrote about.
-        if !proposal.to_lowercase().contains(&named.to_lowercase()) || named.split_whitespace().count() > 5 {
-            return None;
-        }
-        named.to_string()
-    } else {
-        return None;
-    };
-    let alternatives = opts.iter().map(|(_, t)| t).filter(|t| **t != chosen).take(4).map(|t| summarize(t, 0)).collect();
-    Some(Extracted {
-        summary: format!("Chose: {}", summarize(&chosen, 0)),
-        content: format!("{} — {reply}", chosen.trim()),
-        alternatives,
-        reasoning: None,
-        confidence: 0.6,
-        status: DecisionStatus::Active,
-        rule: "picked_option",
-    })
 }
 
 #[cfg(test)]

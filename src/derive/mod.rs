@@ -7,5 +7,6 @@ pub mod brief;
 pub mod export;
 pub mod extract;
 pub mod life;
+mod replies;
 pub mod runs;
 pub mod session;

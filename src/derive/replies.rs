@@ -1,0 +1,319 @@
+//! Decisions made by a short reply to the assistant's message before it: an accepted
+//! recommendation ("yes, go with that"), an approved proposal ("want me to add a keybinding?" —
+//! "yes"), a pick among offered options ("B", "cách 2", "lets try 2", "10 minutes") and an answer
+//! to an either/or question. Pure: two texts in, at most one decision out.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::extract::{Extracted, REASON_WORDS, alternatives, clause_after, code_re, re, sentences, summarize};
+use crate::doc::DecisionStatus;
+
+/// The decision a user's reply makes about the assistant's message before it, if any.
+pub(super) fn decided_by_reply(reply: &str, proposal: &str) -> Option<Extracted> {
+    accepted(reply, proposal)
+        .or_else(|| picked(reply, proposal))
+        .or_else(|| approved(reply, proposal))
+        .or_else(|| answered(reply, proposal))
+}
+
+/// A reply that only says yes, in the languages of the corpus ("yes all of it", "要啊", "ㅇㅇ",
+/// "đồng ý", "はい、お願いします").
+fn affirms(reply: &str) -> bool {
+    static YES: OnceLock<Regex> = OnceLock::new();
+    let yes = YES.get_or_init(|| {
+        re(r"(?i)^\W*(?:yes|yep|yeah|yup|ok|okay|sure|agreed?|i agree|alright|sounds good|looks good|lgtm|perfect|great|do it|go ahead|go for it|proceed|please do|确认|同意|好的?|可以|行|要啊?|对|是的|嗯|没问题|就这样|はい|お願い|ええ|네|넵|응|ㅇㅇ|좋아|그래|진행|승인|đồng ý|ừ|được|ok nhé)(?:\W|$)")
+    });
+    let words = reply.split_whitespace().count();
+    words <= 12
+        && reply.chars().count() <= 80
+        && !reply.contains('?')
+        && !reply.contains('？')
+        && yes.is_match(reply.trim())
+        && !reply.to_lowercase().contains(" not ")
+}
+
+/// The question that ends a proposal and asks for a go ("Want me to add a keybinding for it?",
+/// "要不要我帮你加上这个？", "진행할까요?", "確認後に実行します"), without its asking words.
+fn proposal_question(proposal: &str) -> Option<String> {
+    static ASK: OnceLock<Regex> = OnceLock::new();
+    let ask = ASK.get_or_init(|| {
+        re(r"(?i)^(?:want me to|do you want me to|would you like me to|should i|shall i|can i|ok to|want to|want all of these|does this (?:approach |plan |sound |look |work |match )|does that (?:sound|work)|sounds? good|do you agree|is this ok|要不要我?|需要我|要我|是否同意|请确认|确认后|同意吗|可以吗|好吗|行吗|.{0,60}(?:할까요|드릴까요|까요\?|しますか|しましょうか|よろしいですか|いいですか|nha\?|không\?))")
+    });
+    let sents = sentences(proposal);
+    let last: Vec<&String> = sents.iter().rev().take(3).collect();
+    let q = last.iter().find(|s| ask.is_match(s.trim_start_matches(|c: char| !c.is_alphanumeric())))?;
+    let cut = ask.find(q).map_or(0, |m| if m.as_str().chars().count() <= 25 { m.end() } else { 0 });
+    Some(q.get(cut..).unwrap_or(q).trim().trim_end_matches(['?', '？', '.', '。']).trim().to_string())
+}
+
+/// Asking to run, ship or clean something is a step of work, not a decision about the work.
+fn only_an_operation(q: &str) -> bool {
+    static OP: OnceLock<Regex> = OnceLock::new();
+    OP.get_or_init(|| {
+        re(r"(?i)\b(?:push|commit|rebase|run|build|deploy|test|check|verify|continue|restart|clean ?up|delete|scp|merge|retry|start)\b|构建|提交|推送|运行|重启|删除|清理|调用|工具|继续|삭제|정리|푸시|커밋|빌드|재시작|xóa|実行")
+    })
+    .is_match(q)
+}
+
+/// "Want me to save this as the new screensaver?" — "yes": the proposal is the decision. A
+/// generic question ("does this approach work for you?", "진행할까요?") takes its content from the
+/// proposal's list items or the sentences just before it.
+fn approved(reply: &str, proposal: &str) -> Option<Extracted> {
+    if !affirms(reply) {
+        return None;
+    }
+    let q = proposal_question(proposal)?;
+    let generic = q.split_whitespace().count() <= 3 && q.chars().count() <= 30 || q.to_lowercase().contains("all of");
+    let what = if generic {
+        let items: Vec<String> = options(proposal).into_iter().map(|(_, t)| t).take(3).collect();
+        let items = if items.is_empty() {
+            let sents = sentences(proposal);
+            let mut last: Vec<String> =
+                sents.iter().rev().filter(|s| !s.contains('?') && !s.contains('？')).take(2).cloned().collect();
+            last.reverse();
+            last
+        } else {
+            items
+        };
+        if items.is_empty() {
+            return None;
+        }
+        items.join("; ")
+    } else {
+        if only_an_operation(&q) {
+            return None;
+        }
+        q
+    };
+    if only_an_operation(&what) && !generic {
+        return None;
+    }
+    Some(Extracted {
+        summary: format!("Approved: {}", summarize(&what, 0)),
+        content: format!("{} — {}", what.trim(), reply.trim()),
+        alternatives: alternatives(&what),
+        reasoning: None,
+        confidence: 0.55,
+        status: DecisionStatus::Active,
+        rule: "approved_proposal",
+    })
+}
+
+/// "Yes, go with option 2" after the assistant recommended something: the recommendation is
+/// the decision.
+fn accepted(reply: &str, proposal: &str) -> Option<Extracted> {
+    static APPROVE: OnceLock<Regex> = OnceLock::new();
+    static PROPOSE: OnceLock<Regex> = OnceLock::new();
+    let approve = APPROVE.get_or_init(|| {
+        re(r"(?i)^\s*(yes|yep|yeah|ok|okay|sure|agreed|sounds good|looks good|lgtm|perfect|great|do it|go ahead|let'?s do (it|that)|go with (it|that|option \d|the (first|second|third)))\b")
+    });
+    let propose = PROPOSE.get_or_init(|| {
+        re(r"(?i)\b(i'?d recommend|i recommend|i suggest|i'?d suggest|my recommendation|i'?d go with|i would go with|the best option is|i propose|recommended:?|my (?:personal )?pick(?: would be| is)?)\b")
+    });
+    let reply_words = reply.split_whitespace().count();
+    if reply_words > 25 || !approve.is_match(reply) || reply.contains('?') {
+        return None;
+    }
+    let s = sentences(proposal).into_iter().find(|s| propose.is_match(s))?;
+    let reasoning = clause_after(&format!(" {s}"), REASON_WORDS).map(str::to_string);
+    Some(Extracted {
+        summary: format!("Accepted proposal: {}", summarize(&propose.replace(&s, "").replace("  ", " "), 0)),
+        content: format!("{s} — {}", reply.trim()),
+        alternatives: alternatives(&s),
+        reasoning,
+        confidence: 0.7,
+        status: DecisionStatus::Active,
+        rule: "accepted_proposal",
+    })
+}
+
+/// A short answer to an either/or question ("auto-detect your location, or use a fixed
+/// city?" — "yes, it should detect the location"): the answer names one side.
+fn answered(reply: &str, proposal: &str) -> Option<Extracted> {
+    let reply = reply.trim();
+    static UNSURE: OnceLock<Regex> = OnceLock::new();
+    if UNSURE
+        .get_or_init(|| re(r"(?i)\b(?:don'?t|dont|do not) know\b|\bnot sure\b|\bno idea\b|不知道|모르|わから"))
+        .is_match(reply)
+    {
+        return None;
+    }
+    if reply.split_whitespace().count() > 30 || reply.contains('?') {
+        return None;
+    }
+    let question = sentences(proposal).into_iter().rev().find(|s| s.contains('?'))?;
+    let q = question.to_lowercase();
+    let (left, right) = q.split_once(" or ")?;
+    // The alternatives are the few words either side of "or", not the whole question.
+    let left = left.trim_end_matches([',', ' ']);
+    let left = left.rsplit([':', ',']).next().unwrap_or(left);
+    let left: String = left.split_whitespace().rev().take(4).collect::<Vec<_>>().join(" ");
+    let right: String = right.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
+    let (left, right) = (left.as_str(), right.as_str());
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 4).map(str::to_string).collect()
+    };
+    let reply_words = words(&reply.to_lowercase());
+    let hits = |side: &str| words(side).iter().filter(|w| reply_words.contains(w)).count();
+    let (l, r) = (hits(left), hits(right));
+    if l == r {
+        return None;
+    }
+    Some(Extracted {
+        summary: format!("Chose: {}", summarize(reply, 0)),
+        content: format!("{} — {reply}", question.trim()),
+        alternatives: Vec::new(),
+        reasoning: None,
+        confidence: 0.5,
+        status: DecisionStatus::Active,
+        rule: "answered_either_or",
+    })
+}
+
+/// Options the assistant laid out as a list: `(label, text)`, label being the bold letter or
+/// number the item starts with, if any ("- **B** — a dot below the number").
+fn options(proposal: &str) -> Vec<(Option<String>, String)> {
+    static ITEM: OnceLock<Regex> = OnceLock::new();
+    static ROW: OnceLock<Regex> = OnceLock::new();
+    static HEAD: OnceLock<Regex> = OnceLock::new();
+    let item = ITEM.get_or_init(|| re(r"^\s*(?:[-*•]|(\d+)[.)])\s+(?:\*\*([A-Za-z0-9]{1,2})\*\*\s*[—:–-]\s*)?(.+)$"));
+    // A table row labelled by a letter or number: "| B | WCAG 2.1 Level AA - … |".
+    let row = ROW.get_or_init(|| re(r"^\s*\|\s*\**([A-Za-z0-9]{1,2})\**\s*\|\s*([^|]+?)\s*\|"));
+    // A heading or bold line naming an option: "### Cách 1: …", "**Option 2 — …**", "方案二：…".
+    let head = HEAD.get_or_init(|| {
+        re(r"(?i)^\s*(?:#+\s*)?(?:\*\*)?(?:option|cách|方案|案|방법|옵션)\s*([0-9a-d一二三四])\s*(?:\*\*)?\s*[:：—–-]\s*(.+)$")
+    });
+    let text = code_re().replace_all(proposal, "\n");
+    let cjk = |n: &str| match n {
+        "一" => "1".to_string(),
+        "二" => "2".to_string(),
+        "三" => "3".to_string(),
+        "四" => "4".to_string(),
+        other => other.to_lowercase(),
+    };
+    text.lines()
+        .filter_map(|l| {
+            if let Some(c) = head.captures(l) {
+                return Some((Some(cjk(&c[1])), c[2].to_string()));
+            }
+            if let Some(c) = row.captures(l) {
+                return Some((Some(c[1].to_lowercase()), c[2].to_string()));
+            }
+            item.captures(l)
+                .map(|c| (c.get(2).or_else(|| c.get(1)).map(|m| m.as_str().to_lowercase()), c[3].to_string()))
+        })
+        .map(|(label, t)| (label, t.replace("**", "").trim().to_string()))
+        .filter(|(label, t)| !t.is_empty() && !t.ends_with('?') && label.as_deref() != Some("option"))
+        .collect()
+}
+
+/// A pick among options the assistant just offered: "C and highlight the number" (a labelled
+/// item), "first option sounds easy" (an ordinal), "slant looks the best" or "I like Mission
+/// Control" (naming something the assistant wrote about).
+fn picked(reply: &str, proposal: &str) -> Option<Extracted> {
+    static ORDINAL: OnceLock<Regex> = OnceLock::new();
+    static PREFER: OnceLock<Regex> = OnceLock::new();
+    let reply = reply.trim();
+    if reply.split_whitespace().count() > 25 || reply.contains('?') {
+        return None;
+    }
+    static ASKED: OnceLock<Regex> = OnceLock::new();
+    let asked = proposal.contains('?')
+        || ASKED
+            .get_or_init(|| re(r"(?i)\b(?:which|do you prefer|you'?d prefer|would you like|do you want|want me to)\b"))
+            .is_match(proposal);
+    let opts = options(proposal);
+    let ordinal = ORDINAL.get_or_init(|| {
+        re(r"(?i)^(?:(?:the|i'?ll take the|go with the|let'?s do the)\s+)?(first|second|third|last|1st|2nd|3rd)\s+(?:one|option|approach)\b|^(?:let'?s (?:try|do|go with|use)\s+)?(?:([a-d])|(?:option|cách|方案|第|방법)?\s*([a-d1-9一二三])(?:\s*(?:번|番|个|個|号|안))?)(?:\s+(?:and|nhé|please)\b|\s*[,.!。]|$)")
+    });
+    let prefer = PREFER.get_or_init(|| {
+        re(r"(?i)^(?:i (?:like|prefer|love)\s+(.{2,40}?)|(.{2,30}?)\s+(?:looks|is|sounds|seems) (?:the )?(?:best|better|great|perfect|right))(?:\s*[,.!]|\s+(?:but|and|for)\b|$)")
+    });
+    let chosen: String = if let Some(c) = ordinal.captures(reply) {
+        if !asked || opts.is_empty() {
+            return None;
+        }
+        let pick = if let Some(w) = c.get(1) {
+            match w.as_str().to_lowercase().as_str() {
+                "first" | "1st" => opts.first(),
+                "second" | "2nd" => opts.get(1),
+                "third" | "3rd" => opts.get(2),
+                _ => opts.last(),
+            }
+        } else {
+            let key = c.get(2).or_else(|| c.get(3))?.as_str().to_lowercase();
+            let key = match key.as_str() {
+                "一" => "1".to_string(),
+                "二" => "2".to_string(),
+                "三" => "3".to_string(),
+                _ => key,
+            };
+            opts.iter()
+                .find(|(label, _)| label.as_deref() == Some(key.as_str()))
+                .or_else(|| key.parse::<usize>().ok().and_then(|n| opts.get(n.wrapping_sub(1))))
+        };
+        pick?.1.clone()
+    } else if let Some(c) = prefer.captures(reply) {
+        let named = c.get(1).or_else(|| c.get(2))?.as_str().trim();
+        // The named thing must be something the assistant just wrote about.
+        if !proposal.to_lowercase().contains(&named.to_lowercase()) || named.split_whitespace().count() > 5 {
+            return None;
+        }
+        named.to_string()
+    } else if let Some((_, t)) =
+        (reply.split_whitespace().count() <= 4 && reply.split_whitespace().count() >= 2 && asked)
+            .then(|| {
+                opts.iter().find(|(_, t)| {
+                    t.to_lowercase().starts_with(&reply.to_lowercase().trim_end_matches(['.', '!']).to_string())
+                })
+            })
+            .flatten()
+    {
+        t.clone()
+    } else {
+        return None;
+    };
+    let alternatives = opts.iter().map(|(_, t)| t).filter(|t| **t != chosen).take(4).map(|t| summarize(t, 0)).collect();
+    Some(Extracted {
+        summary: format!("Chose: {}", summarize(&chosen, 0)),
+        content: format!("{} — {reply}", chosen.trim()),
+        alternatives,
+        reasoning: None,
+        confidence: 0.6,
+        status: DecisionStatus::Active,
+        rule: "picked_option",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_approved_proposal_is_the_decision_and_an_approved_step_is_not() {
+        let d = decided_by_reply("yes", "It has no default binding. Want me to add a keybinding for it?")
+            .expect("approved");
+        assert_eq!(d.rule, "approved_proposal");
+        assert!(d.summary.contains("keybinding"), "{}", d.summary);
+        assert!(decided_by_reply("yes", "Tests pass. Want me to push to GitHub now?").is_none());
+        assert!(decided_by_reply("why?", "Want me to add a keybinding for it?").is_none());
+        let plan = "Changes:\n1. Add a Serial1 pin definition\n2. Route every print through comPrint\n\n진행할까요?";
+        let d = decided_by_reply("ㅇㅇ", plan).expect("approved plan");
+        assert!(d.summary.contains("Serial1"), "{}", d.summary);
+    }
+
+    #[test]
+    fn picks_from_tables_headings_and_numbers() {
+        let table =
+            "Which level?\n\n| Option | Description |\n|---|---|\n| A | Level A - basic |\n| B | Level AA - standard |";
+        assert_eq!(decided_by_reply("B", table).expect("pick").summary, "Chose: Level AA - standard");
+        let heads =
+            "Two ways:\n### Cách 1: Drop files into data/raw\n### Cách 2: Fill the templates by hand\nWhich one?";
+        assert!(decided_by_reply("cách 1", heads).expect("pick").summary.contains("data/raw"));
+        let list = "Options:\n1. **Just orange**\n2. **Orange border, cyan inner**\nWant to try any of these?";
+        assert!(decided_by_reply("lets try 2", list).expect("pick").summary.contains("cyan"));
+        assert!(decided_by_reply("I dont know", "Use option A, or the B module?").is_none());
+    }
+}
