@@ -102,7 +102,7 @@ fn rules() -> &'static [Rule] {
             // "We can drop the export feature, it's a non-issue."
             r("abandon", r"\b(?:we can|we'?ll|let'?s|i'?ll|going to)\s+(?:just\s+)?(?:abandon|drop|scrap|ditch|skip)\s+(?:it|this|that|the)\b", 0.65, Rejected, Anyone),
             // "The staging database is not needed."
-            r("not_needed", r"\b(?:is|are)\s+not\s+needed\b|\b(?:isn'?t|aren'?t)\s+needed\b", 0.55, Rejected, User),
+            r("not_needed", r"\b(?:is|are)\s+not\s+needed\b|\b(?:isn'?t|aren'?t)\s+needed\b|\bit'?s\s+not\s+needed\b|\b(?:not needed anymore|no longer needed)\b", 0.55, Rejected, User),
             // "Leave it as is then."
             r("leave_as_is", r"\bleave (?:it|them|this|that) (?:as is|alone)\b", 0.6, Active, Anyone),
             // "Use Redis rather than Postgres for sessions." / "The job needs to use make instead of npm."

@@ -36,16 +36,30 @@ fn affirms(reply: &str) -> bool {
 
 /// The question that ends a proposal and asks for a go ("Want me to add a keybinding for it?",
 /// "要不要我帮你加上这个？", "진행할까요?", "確認後に実行します"), without its asking words.
-fn proposal_question(proposal: &str) -> Option<String> {
+fn proposal_question(proposal: &str) -> Option<(String, String)> {
     static ASK: OnceLock<Regex> = OnceLock::new();
     let ask = ASK.get_or_init(|| {
         re(r"(?i)^(?:want me to|do you want me to|would you like me to|should i|shall i|can i|ok to|want to|want all of these|does this (?:approach |plan |sound |look |work |match )|does that (?:sound|work)|sounds? good|do you agree|is this ok|要不要我?|需要我|要我|是否同意|请确认|确认后|同意吗|可以吗|好吗|行吗|.{0,60}(?:할까요|드릴까요|까요\?|しますか|しましょうか|よろしいですか|いいですか|nha\?|không\?))")
     });
     let sents = sentences(proposal);
-    let last: Vec<&String> = sents.iter().rev().take(3).collect();
-    let q = last.iter().find(|s| ask.is_match(s.trim_start_matches(|c: char| !c.is_alphanumeric())))?;
-    let cut = ask.find(q).map_or(0, |m| if m.as_str().chars().count() <= 25 { m.end() } else { 0 });
-    Some(q.get(cut..).unwrap_or(q).trim().trim_end_matches(['?', '？', '.', '。']).trim().to_string())
+    sents.iter().rev().take(3).find_map(|s| {
+        // The asking part may follow a dash: "The backgrounds are borrowed — want to swap them?"
+        let tail = s.rsplit(['—', '–']).next().unwrap_or(s).trim_start_matches(|c: char| !c.is_alphanumeric());
+        let m = ask.find(tail)?;
+        let cut = if m.as_str().chars().count() <= 25 { m.end() } else { 0 };
+        let q = tail.get(cut..).unwrap_or(tail).trim().trim_end_matches(['?', '？', '.', '。']).trim().to_string();
+        Some((s.clone(), q))
+    })
+}
+
+/// "Does this approach work for you?", "Want all of these?", "진행할까요?": the question names
+/// nothing; what is approved is in the proposal above it.
+fn generic(full: &str, q: &str) -> bool {
+    static THIS: OnceLock<Regex> = OnceLock::new();
+    let this = THIS.get_or_init(|| {
+        re(r"(?i)\b(?:all of (?:these|this|that|them|it)|this (?:approach|plan|direction|split|structure)|these changes)\b|这个方案|这些改动|이 방향|이렇게|この方針|この方向")
+    });
+    (q.split_whitespace().count() <= 3 && q.chars().count() <= 30) || this.is_match(full)
 }
 
 /// Asking to run, ship or clean something is a step of work, not a decision about the work.
@@ -64,8 +78,8 @@ fn approved(reply: &str, proposal: &str) -> Option<Extracted> {
     if !affirms(reply) {
         return None;
     }
-    let q = proposal_question(proposal)?;
-    let generic = q.split_whitespace().count() <= 3 && q.chars().count() <= 30 || q.to_lowercase().contains("all of");
+    let (full, q) = proposal_question(proposal)?;
+    let generic = generic(&full, &q);
     let what = if generic {
         let items: Vec<String> = options(proposal).into_iter().map(|(_, t)| t).take(3).collect();
         let items = if items.is_empty() {
@@ -193,20 +207,36 @@ fn options(proposal: &str) -> Vec<(Option<String>, String)> {
         "四" => "4".to_string(),
         other => other.to_lowercase(),
     };
-    text.lines()
-        .filter_map(|l| {
-            if let Some(c) = head.captures(l) {
-                return Some((Some(cjk(&c[1])), c[2].to_string()));
-            }
-            if let Some(c) = row.captures(l) {
-                return Some((Some(c[1].to_lowercase()), c[2].to_string()));
-            }
-            item.captures(l)
-                .map(|c| (c.get(2).or_else(|| c.get(1)).map(|m| m.as_str().to_lowercase()), c[3].to_string()))
-        })
-        .map(|(label, t)| (label, t.replace("**", "").trim().to_string()))
-        .filter(|(label, t)| !t.is_empty() && !t.ends_with('?') && label.as_deref() != Some("option"))
-        .collect()
+    // Options a heading or a table labels win over list items; among list items, the block
+    // nearest the question ("Should I update tasks.md to: 1. … 2. …?") wins over earlier lists.
+    let mut labelled = Vec::new();
+    let mut blocks: Vec<Vec<(Option<String>, String)>> = vec![Vec::new()];
+    for l in text.lines() {
+        if let Some(c) = head.captures(l) {
+            labelled.push((Some(cjk(&c[1])), c[2].to_string()));
+        } else if let Some(c) = row.captures(l) {
+            labelled.push((Some(c[1].to_lowercase()), c[2].to_string()));
+        } else if let Some(c) = item.captures(l) {
+            let label = c.get(2).or_else(|| c.get(1)).map(|m| m.as_str().to_lowercase());
+            blocks.last_mut().expect("a block").push((label, c[3].to_string()));
+        } else if !l.trim().is_empty()
+            && !l.starts_with(char::is_whitespace)
+            && !blocks.last().is_some_and(Vec::is_empty)
+        {
+            blocks.push(Vec::new());
+        }
+    }
+    let clean = |v: Vec<(Option<String>, String)>| -> Vec<(Option<String>, String)> {
+        v.into_iter()
+            .map(|(label, t)| (label, t.replace("**", "").trim().to_string()))
+            .filter(|(label, t)| !t.is_empty() && !t.ends_with('?') && label.as_deref() != Some("option"))
+            .collect()
+    };
+    let labelled = clean(labelled);
+    if !labelled.is_empty() {
+        return labelled;
+    }
+    blocks.into_iter().rev().map(clean).find(|b| !b.is_empty()).unwrap_or_default()
 }
 
 /// A pick among options the assistant just offered: "C and highlight the number" (a labelled
@@ -220,11 +250,15 @@ fn picked(reply: &str, proposal: &str) -> Option<Extracted> {
         return None;
     }
     static ASKED: OnceLock<Regex> = OnceLock::new();
+    let opts = options(proposal);
+    let labelled_options =
+        opts.iter().any(|(label, _)| label.as_deref().is_some_and(|l| l.chars().all(char::is_alphabetic)));
     let asked = proposal.contains('?')
+        || labelled_options
+        || proposal.to_lowercase().contains("reply with")
         || ASKED
             .get_or_init(|| re(r"(?i)\b(?:which|do you prefer|you'?d prefer|would you like|do you want|want me to)\b"))
             .is_match(proposal);
-    let opts = options(proposal);
     let ordinal = ORDINAL.get_or_init(|| {
         re(r"(?i)^(?:(?:the|i'?ll take the|go with the|let'?s do the)\s+)?(first|second|third|last|1st|2nd|3rd)\s+(?:one|option|approach)\b|^(?:let'?s (?:try|do|go with|use)\s+)?(?:([a-d])|(?:option|cách|方案|第|방법)?\s*([a-d1-9一二三])(?:\s*(?:번|番|个|個|号|안))?)(?:\s+(?:and|nhé|please)\b|\s*[,.!。]|$)")
     });
