@@ -246,53 +246,92 @@ fn recall() {
     };
     let show = std::env::var("CONVDEX_BENCH_SHOW").is_ok();
     let all = prompts(&roots);
-    let (mut blocks, mut hits, mut relevant, mut unjudged, mut useful_blocks) = (0, 0, 0, 0, 0);
-    let picked = spread(&all, 50);
-    for p in &picked {
-        let file = p.file.strip_prefix(&base).unwrap_or(&p.file).to_string_lossy().replace('\\', "/");
-        let until = chrono::DateTime::parse_from_rfc3339(&p.at).ok().map(|t| t.with_timezone(&chrono::Utc));
-        let options = convdex::RecallOptions { exclude_session: Some(p.session.clone()), until, ..Default::default() };
-        let found = match index.project_at(&p.cwd).unwrap() {
-            Some(info) => index.recall(&info, &p.text, &options).unwrap(),
-            None => Vec::new(),
-        };
-        if show {
-            eprintln!("\n=== {file} {} ({} hits)\n{}", p.uuid, found.len(), convdex::text::prefix_chars(&p.text, 400));
-        }
-        if found.is_empty() {
-            continue;
-        }
-        blocks += 1;
-        let mut any = false;
-        for h in &found {
-            let doc = h.hit.doc.id.to_string();
-            hits += 1;
-            match verdict(&file, &p.uuid, &doc) {
-                Some(true) => {
-                    relevant += 1;
-                    any = true;
-                }
-                Some(false) => {}
-                None => unjudged += 1,
-            }
-            if show {
-                eprintln!(
-                    "  -> {doc} relevance {}: {}",
-                    h.hit.relevance,
-                    convdex::text::prefix_chars(&h.hit.doc.content.replace('\n', " "), 300)
-                );
-            }
-        }
-        useful_blocks += usize::from(any);
-    }
+    // The 50 prompts the first replay used (and judged), and 150 more never looked at before
+    // the defaults below were chosen: the recall's held-out set.
+    let first = spread(&all, 50);
+    let fresh: Vec<&Prompt> =
+        spread(&all, 200).into_iter().filter(|p| !first.iter().any(|f| f.uuid == p.uuid)).take(150).collect();
+    let before = convdex::RecallOptions { other_projects: false, skip_repeats: false, ..Default::default() };
     println!();
     println!(
-        "| prompt recall replayed in time order (50 real prompts, held out: the threshold was not chosen on them) | value |"
+        "| prompt recall replayed in time order | prompts | got a block | hits judged relevant | blocks with a relevant hit |"
     );
-    println!("|---|---:|");
-    println!("| prompts that received a block | {blocks} of {} |", picked.len());
-    println!("| recalled hits judged relevant | {relevant} of {} judged ({unjudged} not judged) |", hits - unjudged);
-    println!("| blocks holding at least one relevant hit | {useful_blocks} of {blocks} |");
+    println!("|---|---:|---:|---:|---:|");
+    for (set, picked) in [("first 50 (seen)", &first), ("150 fresh (held out)", &fresh)] {
+        for (name, defaults) in [("this project only, repeats kept", &before), ("defaults", &Default::default())] {
+            let mut tally = Tally::default();
+            for p in picked.iter() {
+                replay_one(&index, &base, p, defaults, &verdict, show && name == "defaults", &mut tally);
+            }
+            println!(
+                "| {set}: {name} | {} | {} | {} of {} judged ({} not judged) | {} of {} |",
+                picked.len(),
+                tally.blocks,
+                tally.relevant,
+                tally.hits - tally.unjudged,
+                tally.unjudged,
+                tally.useful,
+                tally.blocks
+            );
+        }
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    blocks: usize,
+    hits: usize,
+    relevant: usize,
+    unjudged: usize,
+    useful: usize,
+}
+
+/// One prompt's recall, as history happened: documents up to its time, its session excluded.
+fn replay_one(
+    index: &Index,
+    base: &std::path::Path,
+    p: &Prompt,
+    defaults: &convdex::RecallOptions,
+    verdict: &dyn Fn(&str, &str, &str) -> Option<bool>,
+    show: bool,
+    tally: &mut Tally,
+) {
+    let file = p.file.strip_prefix(base).unwrap_or(&p.file).to_string_lossy().replace('\\', "/");
+    let until = chrono::DateTime::parse_from_rfc3339(&p.at).ok().map(|t| t.with_timezone(&chrono::Utc));
+    let options = convdex::RecallOptions { exclude_session: Some(p.session.clone()), until, ..defaults.clone() };
+    let found = match index.project_at(&p.cwd).unwrap() {
+        Some(info) => index.recall(&info, &p.text, &options).unwrap(),
+        None => Vec::new(),
+    };
+    if show {
+        eprintln!("\n=== {file} {} ({} hits)\n{}", p.uuid, found.len(), convdex::text::prefix_chars(&p.text, 400));
+    }
+    if found.is_empty() {
+        return;
+    }
+    tally.blocks += 1;
+    let mut any = false;
+    for h in &found {
+        let doc = h.hit.doc.id.to_string();
+        tally.hits += 1;
+        match verdict(&file, &p.uuid, &doc) {
+            Some(true) => {
+                tally.relevant += 1;
+                any = true;
+            }
+            Some(false) => {}
+            None => tally.unjudged += 1,
+        }
+        if show {
+            eprintln!(
+                "  -> {doc} [{}] relevance {}: {}",
+                h.project,
+                h.hit.relevance,
+                convdex::text::prefix_chars(&h.hit.doc.content.replace('\n', " "), 300)
+            );
+        }
+    }
+    tally.useful += usize::from(any);
 }
 
 /// sessionwiki, installed into `target/peer` on first use.

@@ -141,7 +141,8 @@ fn prompt(ctx: &Ctx, p: &Value, a: PromptArgs) -> anyhow::Result<Output> {
     if hits.is_empty() {
         return Ok(None);
     }
-    let mut block = format!("convdex recalled from earlier sessions of {}:\n", info.project);
+    let others = if hits.iter().any(|h| h.project != info.project) { " and other projects" } else { "" };
+    let mut block = format!("convdex recalled from earlier sessions of {}{others}:\n", info.project);
     for h in &hits {
         let d = &h.hit.doc;
         let what = match &d.body {
@@ -153,8 +154,10 @@ fn prompt(ctx: &Ctx, p: &Value, a: PromptArgs) -> anyhow::Result<Output> {
             }
         };
         let session = convdex::text::prefix_chars(&d.session_id, 8);
+        // A decision of another project says where it was made.
+        let project = if h.project == info.project { String::new() } else { format!("project {}, ", h.project) };
         block.push_str(&format!(
-            "- [{}, session {session}, relevance {}] {what}\n",
+            "- [{}, {project}session {session}, relevance {}] {what}\n",
             d.timestamp.format("%Y-%m-%d"),
             h.hit.relevance
         ));

@@ -19,6 +19,10 @@
 //!  "patterns":[[name,desc]],"blockers":[[id,desc,status]]}
 //! ```
 //!
+//! A row's trailing empty fields (an empty list, the empty string) are left out: a decision
+//! with no reason, alternatives or files is `[id,what]`, a session with no patterns, blockers or
+//! next steps ends at its files. Readers take a missing field as empty.
+//!
 //! Rows are shared between sessions only when they are identical, so V2 → V1 gives back
 //! exactly the V1 that was encoded ([`decode`] ∘ [`encode`] is the identity).
 
@@ -356,8 +360,9 @@ pub fn encode(v1: &V1) -> Result<Value> {
             .decisions
             .iter()
             .map(|d| {
-                let row = json!([t.s(&d.id), t.s(&d.what), t.s(&d.why), t.list(&d.alt), t.list(&d.impact)]);
-                decisions.add(row)
+                let row =
+                    vec![json!(t.s(&d.id)), json!(t.s(&d.what)), json!(t.s(&d.why)), t.list(&d.alt), t.list(&d.impact)];
+                decisions.add(trim(row, 2, &t))
             })
             .collect();
         let f: Vec<usize> = s
@@ -368,7 +373,8 @@ pub fn encode(v1: &V1) -> Result<Value> {
                 files.add(row)
             })
             .collect();
-        let p: Vec<usize> = s.patterns.iter().map(|(n, d)| patterns.add(json!([t.s(n), t.s(d)]))).collect();
+        let p: Vec<usize> =
+            s.patterns.iter().map(|(n, d)| patterns.add(trim(vec![json!(t.s(n)), json!(t.s(d))], 1, &t))).collect();
         let b: Vec<usize> =
             s.blockers.iter().map(|b| blockers.add(json!([t.s(&b.id), t.s(&b.desc), b.status.code()]))).collect();
         let mut row = vec![
@@ -383,10 +389,12 @@ pub fn encode(v1: &V1) -> Result<Value> {
             json!(b),
             t.list(&s.next),
         ];
-        if !s.kv.is_empty() {
+        if s.kv.is_empty() {
+            sessions.push(trim(row, 5, &t));
+        } else {
             row.push(json!(s.kv));
+            sessions.push(Value::Array(row));
         }
-        sessions.push(Value::Array(row));
     }
     Ok(json!({
         "v": "2.0",
@@ -398,6 +406,18 @@ pub fn encode(v1: &V1) -> Result<Value> {
         "patterns": patterns.rows,
         "blockers": blockers.rows,
     }))
+}
+
+/// A row without its trailing empty fields (an empty list, the empty string) from position
+/// `from` on: what a reader takes as empty need not be written.
+fn trim(mut row: Vec<Value>, from: usize, t: &Table) -> Value {
+    let empty_string = t.index.get("").map(|&i| json!(i));
+    while row.len() > from
+        && row.last().is_some_and(|v| v.as_array().is_some_and(Vec::is_empty) || Some(v) == empty_string.as_ref())
+    {
+        row.pop();
+    }
+    Value::Array(row)
 }
 
 /// Reads V2 positionally; every error names what is wrong.
@@ -417,6 +437,11 @@ impl<'a> Reader<'a> {
     fn list(&self, v: &Value, what: &str) -> Result<Vec<String>> {
         arr(v, what)?.iter().map(|x| self.s(x, what)).collect()
     }
+
+    /// A string field a row may leave out (a trailing empty string).
+    fn s_or_empty(&self, v: Option<&Value>, what: &str) -> Result<String> {
+        v.map_or_else(|| Ok(String::new()), |v| self.s(v, what))
+    }
 }
 
 fn arr<'v>(v: &'v Value, what: &str) -> Result<&'v Vec<Value>> {
@@ -425,6 +450,12 @@ fn arr<'v>(v: &'v Value, what: &str) -> Result<&'v Vec<Value>> {
 
 fn at<'v>(row: &'v [Value], i: usize, what: &str) -> Result<&'v Value> {
     row.get(i).ok_or_else(|| bad(format!("{what}: position {i} missing")))
+}
+
+/// A list field a row may leave out (a trailing empty list).
+fn or_empty(row: &[Value], i: usize) -> &Value {
+    static EMPTY: Value = Value::Array(Vec::new());
+    row.get(i).unwrap_or(&EMPTY)
 }
 
 fn code<T>(v: &Value, from: fn(u64) -> Option<T>, what: &str) -> Result<T> {
@@ -474,23 +505,23 @@ pub fn decode(v2: &Value) -> Result<V1> {
             files: BTreeMap::new(),
             patterns: BTreeMap::new(),
             blockers: Vec::new(),
-            next: r.list(at(s, 9, "next steps")?, "next steps")?,
+            next: r.list(or_empty(s, 9), "next steps")?,
             kv: match s.get(10) {
                 None => BTreeMap::new(),
                 Some(kv) => serde_json::from_value(kv.clone()).map_err(|e| bad(format!("session kv: {e}")))?,
             },
         };
-        for i in arr(at(s, 5, "decisions")?, "decisions")? {
+        for i in arr(or_empty(s, 5), "decisions")? {
             let d = row_at(decisions, i, "decision")?;
             session.decisions.push(Decision {
                 id: r.s(at(d, 0, "decision")?, "decision id")?,
                 what: r.s(at(d, 1, "decision")?, "decision what")?,
-                why: r.s(at(d, 2, "decision")?, "decision why")?,
-                alt: r.list(at(d, 3, "decision")?, "decision alt")?,
-                impact: r.list(at(d, 4, "decision")?, "decision impact")?,
+                why: r.s_or_empty(d.get(2), "decision why")?,
+                alt: r.list(or_empty(d, 3), "decision alt")?,
+                impact: r.list(or_empty(d, 4), "decision impact")?,
             });
         }
-        for i in arr(at(s, 6, "files")?, "files")? {
+        for i in arr(or_empty(s, 6), "files")? {
             let f = row_at(files, i, "file")?;
             session.files.insert(
                 r.s(at(f, 0, "file")?, "file path")?,
@@ -502,11 +533,11 @@ pub fn decode(v2: &Value) -> Result<V1> {
                 },
             );
         }
-        for i in arr(at(s, 7, "patterns")?, "patterns")? {
+        for i in arr(or_empty(s, 7), "patterns")? {
             let p = row_at(patterns, i, "pattern")?;
-            session.patterns.insert(r.s(at(p, 0, "pattern")?, "pattern name")?, r.s(at(p, 1, "pattern")?, "pattern")?);
+            session.patterns.insert(r.s(at(p, 0, "pattern")?, "pattern name")?, r.s_or_empty(p.get(1), "pattern")?);
         }
-        for i in arr(at(s, 8, "blockers")?, "blockers")? {
+        for i in arr(or_empty(s, 8), "blockers")? {
             let b = row_at(blockers, i, "blocker")?;
             session.blockers.push(Blocker {
                 id: r.s(at(b, 0, "blocker")?, "blocker id")?,
@@ -605,6 +636,23 @@ mod tests {
         assert_eq!(v2["decisions"].as_array().unwrap().len(), 1, "identical decision stored once");
         assert_eq!(v2["sessions"][0][4], 1);
         assert_eq!(v2["files"][0][1], 0);
+        assert_eq!(decode(&v2).unwrap(), v1);
+    }
+
+    #[test]
+    fn trailing_empty_fields_are_left_out_and_read_back_as_empty() {
+        let mut v1 = sample();
+        let s = &mut v1.sessions[0];
+        s.decisions[0] =
+            Decision { id: "d2".into(), what: "Keep it".into(), why: String::new(), alt: vec![], impact: vec![] };
+        s.patterns = [("rust".to_string(), String::new())].into();
+        s.blockers.clear();
+        s.next.clear();
+        let v2 = encode(&v1).unwrap();
+        let d = v2["sessions"][0][5][0].as_u64().unwrap() as usize;
+        assert_eq!(v2["decisions"][d].as_array().unwrap().len(), 2, "{}", v2["decisions"]);
+        assert_eq!(v2["sessions"][0].as_array().unwrap().len(), 8, "{}", v2["sessions"][0]);
+        assert_eq!(v2["patterns"][0].as_array().unwrap().len(), 1);
         assert_eq!(decode(&v2).unwrap(), v1);
     }
 

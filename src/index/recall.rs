@@ -29,6 +29,14 @@ pub struct RecallOptions {
     pub until: Option<DateTime<Utc>>,
     /// Prompts with fewer words than this recall nothing ("yes", "go on"). Default: 4.
     pub min_words: usize,
+    /// When this project recalls fewer than [`RecallOptions::limit`] hits, decisions of the
+    /// data dir's other projects fill the rest, at the same threshold: this project first, then
+    /// what was decided elsewhere. Only decisions cross projects (a message of another project
+    /// is rarely about this one). Default: true.
+    pub other_projects: bool,
+    /// A hit whose text is the prompt itself (the same words asked in another session) is left
+    /// out: it tells the agent nothing the prompt does not. Default: true.
+    pub skip_repeats: bool,
 }
 
 /// The default of [`RecallOptions::min_relevance`]: the relevance above which the held-out
@@ -45,6 +53,8 @@ impl Default for RecallOptions {
             exclude_session: None,
             until: None,
             min_words: 4,
+            other_projects: true,
+            skip_repeats: true,
         }
     }
 }
@@ -94,9 +104,11 @@ impl Index {
         })
     }
 
-    /// What a prompt recalls from `info`'s project: decisions and messages of other sessions
-    /// relevant enough to show unasked ([`RecallOptions::min_relevance`]), best first, at most
-    /// [`RecallOptions::limit`]. Empty when the prompt is too short to mean anything on its own.
+    /// What a prompt recalls: decisions and messages of `info`'s project from other sessions
+    /// relevant enough to show unasked ([`RecallOptions::min_relevance`]), best first, then
+    /// decisions of other projects ([`RecallOptions::other_projects`]), at most
+    /// [`RecallOptions::limit`] in all. Empty when the prompt is too short to mean anything on
+    /// its own.
     pub fn recall(&self, info: &CollectionInfo, prompt: &str, options: &RecallOptions) -> Result<Vec<ProjectHit>> {
         let text = crate::text::prefix_bytes(prompt.trim(), crate::search::MAX_QUERY_BYTES);
         if text.split_whitespace().count() < options.min_words.max(1) {
@@ -110,20 +122,47 @@ impl Index {
             ..Query::new("")
         };
         let c = self.collection(&info.tenant, &info.project)?;
-        let hits = c.query(&query)?.hits;
+        let hits = c.query(&query)?.hits.into_iter().map(|hit| ProjectHit { project: info.project.clone(), hit });
         let mut out: Vec<ProjectHit> = Vec::new();
-        for hit in hits {
+        let prompt_words = words(text);
+        let keep = |h: &ProjectHit, out: &[ProjectHit]| {
+            let other_session = options.exclude_session.as_deref() != Some(h.hit.doc.session_id.as_str());
+            let same_text = out.iter().any(|o| o.hit.doc.content == h.hit.doc.content);
+            let repeat = options.skip_repeats && words(&h.hit.doc.content) == prompt_words;
+            h.hit.relevance >= options.min_relevance && other_session && !same_text && !repeat
+        };
+        for h in hits {
             if out.len() >= options.limit {
                 break;
             }
-            let other_session = options.exclude_session.as_deref() != Some(hit.doc.session_id.as_str());
-            let same_text = out.iter().any(|h| h.hit.doc.content == hit.doc.content);
-            if hit.relevance >= options.min_relevance && other_session && !same_text {
-                out.push(ProjectHit { project: info.project.clone(), hit });
+            if keep(&h, &out) {
+                out.push(h);
+            }
+        }
+        if out.len() < options.limit && options.other_projects {
+            let query = Query {
+                filter: Filter { kinds: vec![DocKind::Decision], ..query.filter.clone() },
+                mode: Some(SearchMode::Lexical),
+                ..query
+            };
+            // Other projects are a bonus: one that cannot be read leaves this project's hits.
+            let elsewhere = self.search(None, &query).map(|a| a.found).unwrap_or_default();
+            for h in elsewhere.into_iter().filter(|h| h.project != info.project) {
+                if out.len() >= options.limit {
+                    break;
+                }
+                if keep(&h, &out) {
+                    out.push(h);
+                }
             }
         }
         Ok(out)
     }
+}
+
+/// The words of a text, lower-cased: two texts with the same words are the same prompt.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }
 
 /// Tokens of `text` as `cl100k_base` counts them (the count [`Index::session_brief`] budgets).

@@ -82,6 +82,30 @@ fn hooks_bring_memory_to_the_agent() {
     let unrelated = json!({"session_id": "new", "cwd": "/home/dev/acme-api",
         "prompt": "please translate this poem about autumn leaves into French"});
     assert_eq!(context(&convdex(d, &["hook", "prompt"], &unrelated.to_string(), &[])), None);
+    // This project first, then what another project decided, said where it was decided.
+    let other = tempfile::tempdir().unwrap();
+    let dir = other.path().join("projects/-home-dev-billing-svc");
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = |t: &str, uuid: &str, text: &str| {
+        json!({"type": t, "uuid": uuid, "sessionId": "b1", "cwd": "/home/dev/billing-svc",
+            "timestamp": "2026-11-01T10:00:00Z", "message": {"role": t, "content": text}})
+        .to_string()
+    };
+    let lines = [line("user", "u1", "set up the invoice service"), line("assistant", "a1", "Done.")];
+    std::fs::write(dir.join("b1.jsonl"), lines.join("\n") + "\n").unwrap();
+    let indexed = convdex(d, &["index", other.path().join("projects").to_str().unwrap()], "", &[]);
+    assert!(indexed.status.success(), "{}", String::from_utf8_lossy(&indexed.stderr));
+    let elsewhere = "Retry failed Stripe invoice webhooks with idempotency keys";
+    let r = convdex(d, &["remember", elsewhere, "--project", "billing-svc"], "", &[]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let ask = json!({"session_id": "new", "cwd": "/home/dev/acme-api",
+        "prompt": "do failed stripe invoice webhooks need idempotency keys when we retry?"});
+    let block = context(&convdex(d, &["hook", "prompt"], &ask.to_string(), &[])).expect("recalled elsewhere");
+    assert!(block.contains("project billing-svc") && block.contains("idempotency keys"), "{block}");
+    // The same words asked again recall nothing new: the prompt itself is not shown back.
+    let repeat = json!({"session_id": "new", "cwd": "/home/dev/acme-api", "prompt": elsewhere});
+    let block = context(&convdex(d, &["hook", "prompt"], &repeat.to_string(), &[]));
+    assert!(block.as_deref().is_none_or(|b| !b.contains("idempotency keys")), "{block:?}");
 
     // Broken input: exit 0, nothing printed, the error recorded for `doctor`.
     for bad in ["", "not json", "[1,2]", "{\"prompt\": 7}"] {
