@@ -260,8 +260,11 @@ fn recall() {
     for (set, picked) in [("first 50 (seen)", &first), ("150 fresh (held out)", &fresh)] {
         for (name, defaults) in [("this project only, repeats kept", &before), ("defaults", &Default::default())] {
             let mut tally = Tally::default();
+            if show {
+                eprintln!("\n##### {set}: {name}");
+            }
             for p in picked.iter() {
-                replay_one(&index, &base, p, defaults, &verdict, show && name == "defaults", &mut tally);
+                replay_one(&index, &base, p, defaults, &verdict, show, &mut tally);
             }
             println!(
                 "| {set}: {name} | {} | {} | {} of {} judged ({} not judged) | {} of {} |",

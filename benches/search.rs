@@ -5,7 +5,9 @@
 //! microseconds), cold open, rebuild, bytes on disk per document.
 //!
 //! Run: `cargo bench --bench search` (prints markdown tables). `CONVDEX_BENCH_SIZES=10000`
-//! limits the sizes.
+//! limits the sizes. `CONVDEX_BENCH_PARTS=rebuild` runs only the graph-rebuild sweep: the same
+//! stored vectors rebuilt with several HNSW parameter sets, each timed (read + insert + dump)
+//! and scored by recall@10 against the exact scan.
 
 mod common;
 
@@ -39,8 +41,60 @@ fn main() {
         .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![10_000, 100_000]);
     println!("seed {SEED:#x}, dim {DIM}, {QUERIES} queries, k {K}");
+    let parts = std::env::var("CONVDEX_BENCH_PARTS").unwrap_or_else(|_| "engine".into());
     for n in sizes {
-        run(n);
+        if parts.contains("engine") {
+            run(n);
+        }
+        if parts.contains("rebuild") {
+            rebuild_sweep(n);
+        }
+    }
+}
+
+/// The graph rebuilt from the same stored vectors with several parameter sets (M,
+/// ef_construction), in one run: time to rebuild and dump, and recall@10 of unfiltered searches
+/// against the exact scan.
+fn rebuild_sweep(n: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let vectors = clustered_vectors(n + QUERIES, DIM, (n / 100).max(10), SEED);
+    let (dv, queries) = vectors.split_at(n);
+    let docs: Vec<Document> = (0..n)
+        .map(|i| Document::message(&format!("s{}", i % 500), &format!("m{i}"), i as u64, Role::User, "x"))
+        .collect();
+    {
+        let idx = index_with(dir.path(), false);
+        let coll = idx.collection("bench", "search").unwrap();
+        for (d, v) in docs.chunks(10_000).zip(dv.chunks(10_000)) {
+            coll.add_embedded(d, v).unwrap();
+        }
+        coll.flush().unwrap();
+    }
+    println!();
+    println!("## graph rebuild, {n} documents (stored vectors read from redb, inserted, dumped)");
+    println!();
+    println!("| M | ef_construction | rebuild + dump s | vs default | recall@10 (ef_search 64) |");
+    println!("|---:|---:|---:|---:|---:|");
+    let mut base = None;
+    for (m, efc) in [(16, 100), (16, 64), (16, 40), (12, 64), (8, 40)] {
+        let hnsw = convdex::HnswParams { max_connections: m, ef_construction: efc, ..Default::default() };
+        let options = CollectionOptions { lexical_index: false, hnsw, ..CollectionOptions::default() };
+        let opts = Options::default().embedder(Arc::new(HashEmbedder::new(DIM))).collection(options);
+        let idx = Index::open(dir.path(), opts).unwrap();
+        let coll = idx.collection("bench", "search").unwrap();
+        coll.wait_for_vector_index();
+        let t = Instant::now();
+        coll.rebuild_vector_index().unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        let base = *base.get_or_insert(secs);
+        let mut recall = 0.0;
+        for q in queries {
+            let hits = coll.search_vector(q.clone()).limit(K).run().unwrap();
+            let exact = coll.search_vector(q.clone()).limit(K).exact(true).run().unwrap();
+            let e: Vec<_> = exact.iter().map(|h| h.doc.id).collect();
+            recall += hits.iter().filter(|h| e.contains(&h.doc.id)).count() as f64 / e.len().max(1) as f64;
+        }
+        println!("| {m} | {efc} | {secs:.1} | {:.2}× | {:.3} |", secs / base, recall / QUERIES as f64);
     }
 }
 

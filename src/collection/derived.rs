@@ -56,6 +56,9 @@ pub enum RebuildReason {
     },
     /// Too many tombstones.
     Tombstones,
+    /// Asked for ([`super::Collection::rebuild_vector_index`]) before any graph was loaded: the
+    /// persisted graph was not read first.
+    Requested,
 }
 
 /// The model of a graph dump that names none: dumps were written without a model before

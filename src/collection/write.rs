@@ -431,12 +431,14 @@ impl Collection {
         Ok(())
     }
 
-    /// Rebuilds the graph from the stored vectors now.
+    /// Rebuilds the graph from the stored vectors now. A graph not loaded yet is not read
+    /// first (nor rebuilt twice when its files are damaged): the state becomes
+    /// `Rebuilt(Requested)`.
     pub fn rebuild_vector_index(&self) -> Result<()> {
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.graph_locked()?;
         let fresh = rebuild(&self.db, self.embedder().dim(), self.options.hnsw)?;
         *self.ann.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        let _ = self.opened.set(super::VectorIndexState::Rebuilt(super::RebuildReason::Requested));
         self.dirty.store(true, Ordering::SeqCst);
         drop(_w);
         self.flush()
