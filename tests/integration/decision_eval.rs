@@ -161,6 +161,14 @@ fn scores<'a>(outcomes: impl IntoIterator<Item = &'a Outcome<'a>>) -> Scores {
     Scores { precision, recall, f1, positives, predicted }
 }
 
+/// Precision of the decisions predicted with a confidence in `[lo, hi)` (by each message's
+/// highest), `None` when there are none.
+fn bucket_precision(outcomes: &[&Outcome<'_>], lo: f32, hi: f32) -> Option<f64> {
+    let bucket: Vec<_> = outcomes.iter().filter(|o| o.confidence.is_some_and(|c| c >= lo && c < hi)).collect();
+    let tp = bucket.iter().filter(|o| o.label.decision && o.matched).count();
+    (!bucket.is_empty()).then(|| ratio(tp, bucket.len()))
+}
+
 /// Prints one split's scores, per family, per language and per confidence bucket, and its misses.
 fn report(split: &str, outcomes: &[&Outcome<'_>]) -> Scores {
     let s = scores(outcomes.iter().copied());
@@ -253,9 +261,14 @@ fn decision_extraction_on_development_and_held_out_messages() {
     println!("issue floors on test: precision >= 0.90 (now {:.3}), recall >= 0.80 (now {:.3})", t.precision, t.recall);
     // The first set's floors, unchanged since it was labelled.
     assert!(l.precision >= 0.85 && l.recall >= 0.60, "first set: precision {:.3} recall {:.3}", l.precision, l.recall);
-    // Development is what the rules answer to.
+    // Development is what the rules answer to (0.926 / 0.721 on 2026-11-24). On it, precision
+    // rises with confidence: the top bucket at least as precise as the lowest (on test it does
+    // not: the README gives the buckets).
+    if let (Some(low), Some(high)) = (bucket_precision(&dev, 0.0, 0.6), bucket_precision(&dev, 0.75, 1.01)) {
+        assert!(high >= low, "development: precision falls with confidence: {low:.3} (low) vs {high:.3} (high)");
+    }
     assert!(
-        d.precision >= 0.85 && d.recall >= 0.60,
+        d.precision >= 0.90 && d.recall >= 0.70,
         "development: precision {:.3} recall {:.3}",
         d.precision,
         d.recall
