@@ -43,8 +43,8 @@ fn peek_session_id(path: &Path) -> Option<String> {
     peek_field(path, "sessionId")
 }
 
-/// Finds the session files under `path`: a projects root, one project folder, or one file.
-/// Claude Code's session files under `path`: a projects root, one project folder, or one file.
+/// Claude Code's session files under `path`: a config directory (`~/.claude`), a projects
+/// root (`~/.claude/projects`), one project folder, or one file.
 pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
     if path.is_file() {
         if path.extension().is_none_or(|e| e != "jsonl") {
@@ -65,6 +65,12 @@ pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
     }
     if !path.is_dir() {
         return Err(Error::NotFound(format!("transcript path {}", path.display())));
+    }
+    // A Claude Code config directory (`~/.claude`, or a copy of one): its sessions are under
+    // `projects/`, next to folders (`todos/`, `plugins/`) that hold none.
+    let projects = path.join("projects");
+    if projects.is_dir() && jsonl(path).is_empty() {
+        return discover(&projects);
     }
     let direct = jsonl(path);
     let has_session_dirs =
@@ -173,4 +179,25 @@ pub fn project_path(folder: &ProjectFolder) -> Option<String> {
     };
     best(&mut counts.iter().filter(|(c, _)| encode_project_dir(c).eq_ignore_ascii_case(&name)))
         .or_else(|| best(&mut counts.iter()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_directory_a_projects_root_and_a_project_folder_find_the_same_session() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = tmp.path().join("claude-backup");
+        let project = config.join("projects").join("-home-dev-acme");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(config.join("todos")).unwrap();
+        std::fs::write(project.join("s1.jsonl"), "{}\n").unwrap();
+        for path in [config.clone(), config.join("projects"), project.clone()] {
+            let found = discover(&path).unwrap();
+            assert_eq!(found.len(), 1, "{}", path.display());
+            assert_eq!(found[0].sessions.len(), 1, "{}", path.display());
+            assert_eq!(found[0].dir, project);
+        }
+    }
 }
