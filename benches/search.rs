@@ -27,9 +27,19 @@ fn index(dir: &std::path::Path) -> Index {
 }
 
 fn index_with(dir: &std::path::Path, lexical: bool) -> Index {
-    let options = CollectionOptions { lexical_index: lexical, ..CollectionOptions::default() };
+    index_hnsw(dir, lexical, convdex::HnswParams::default())
+}
+
+fn index_hnsw(dir: &std::path::Path, lexical: bool, hnsw: convdex::HnswParams) -> Index {
+    let options = CollectionOptions { lexical_index: lexical, hnsw, ..CollectionOptions::default() };
     let opts = Options::default().embedder(Arc::new(HashEmbedder::new(DIM))).collection(options);
     Index::open(dir, opts).unwrap()
+}
+
+/// Share of the exact scan's hits that a search found too (recall@k of one query).
+fn overlap(hits: &convdex::Hits, exact: &convdex::Hits) -> f64 {
+    let e: Vec<_> = exact.iter().map(|h| h.doc.id).collect();
+    hits.iter().filter(|h| e.contains(&h.doc.id)).count() as f64 / e.len().max(1) as f64
 }
 
 fn main() {
@@ -78,9 +88,7 @@ fn rebuild_sweep(n: usize) {
     let mut base = None;
     for (m, efc) in [(16, 100), (16, 64), (16, 40), (12, 64), (8, 40)] {
         let hnsw = convdex::HnswParams { max_connections: m, ef_construction: efc, ..Default::default() };
-        let options = CollectionOptions { lexical_index: false, hnsw, ..CollectionOptions::default() };
-        let opts = Options::default().embedder(Arc::new(HashEmbedder::new(DIM))).collection(options);
-        let idx = Index::open(dir.path(), opts).unwrap();
+        let idx = index_hnsw(dir.path(), false, hnsw);
         let coll = idx.collection("bench", "search").unwrap();
         coll.wait_for_vector_index();
         let t = Instant::now();
@@ -91,8 +99,7 @@ fn rebuild_sweep(n: usize) {
         for q in queries {
             let hits = coll.search_vector(q.clone()).limit(K).run().unwrap();
             let exact = coll.search_vector(q.clone()).limit(K).exact(true).run().unwrap();
-            let e: Vec<_> = exact.iter().map(|h| h.doc.id).collect();
-            recall += hits.iter().filter(|h| e.contains(&h.doc.id)).count() as f64 / e.len().max(1) as f64;
+            recall += overlap(&hits, &exact);
         }
         println!("| {m} | {efc} | {secs:.1} | {:.2}× | {:.3} |", secs / base, recall / QUERIES as f64);
     }
@@ -172,8 +179,7 @@ fn run(n: usize) {
             let t = Instant::now();
             let exact = build().exact(true).run().unwrap();
             elat.push(t.elapsed());
-            let e: Vec<_> = exact.iter().map(|h| h.doc.id).collect();
-            recall += hits.iter().filter(|h| e.contains(&h.doc.id)).count() as f64 / e.len().max(1) as f64;
+            recall += overlap(&hits, &exact);
             plan = Some(hits.plan);
         }
         let plan = plan.unwrap();

@@ -95,15 +95,11 @@ fn approved(reply: &str, proposal: &str) -> Option<Extracted> {
             return None;
         }
         items.join("; ")
+    } else if only_an_operation(&q) {
+        return None;
     } else {
-        if only_an_operation(&q) {
-            return None;
-        }
         q
     };
-    if only_an_operation(&what) && !generic {
-        return None;
-    }
     Some(Extracted {
         summary: format!("Approved: {}", summarize(&what, 0)),
         content: format!("{} — {}", what.trim(), reply.trim()),
@@ -200,20 +196,13 @@ fn options(proposal: &str) -> Vec<(Option<String>, String)> {
         re(r"(?i)^\s*(?:#+\s*)?(?:\*\*)?(?:option|cách|方案|案|방법|옵션)\s*([0-9a-d一二三四])\s*(?:\*\*)?\s*[:：—–-]\s*(.+)$")
     });
     let text = code_re().replace_all(proposal, "\n");
-    let cjk = |n: &str| match n {
-        "一" => "1".to_string(),
-        "二" => "2".to_string(),
-        "三" => "3".to_string(),
-        "四" => "4".to_string(),
-        other => other.to_lowercase(),
-    };
     // Options a heading or a table labels win over list items; among list items, the block
     // nearest the question ("Should I update tasks.md to: 1. … 2. …?") wins over earlier lists.
     let mut labelled = Vec::new();
     let mut blocks: Vec<Vec<(Option<String>, String)>> = vec![Vec::new()];
     for l in text.lines() {
         if let Some(c) = head.captures(l) {
-            labelled.push((Some(cjk(&c[1])), c[2].to_string()));
+            labelled.push((Some(label(&c[1])), c[2].to_string()));
         } else if let Some(c) = row.captures(l) {
             labelled.push((Some(c[1].to_lowercase()), c[2].to_string()));
         } else if let Some(c) = item.captures(l) {
@@ -237,6 +226,17 @@ fn options(proposal: &str) -> Vec<(Option<String>, String)> {
         return labelled;
     }
     blocks.into_iter().rev().map(clean).find(|b| !b.is_empty()).unwrap_or_default()
+}
+
+/// An option's label as replies name it: lower case, Chinese numerals as digits ("二" → "2").
+fn label(l: &str) -> String {
+    match l {
+        "一" => "1".to_string(),
+        "二" => "2".to_string(),
+        "三" => "3".to_string(),
+        "四" => "4".to_string(),
+        other => other.to_lowercase(),
+    }
 }
 
 /// A pick among options the assistant just offered: "C and highlight the number" (a labelled
@@ -277,13 +277,7 @@ fn picked(reply: &str, proposal: &str) -> Option<Extracted> {
                 _ => opts.last(),
             }
         } else {
-            let key = c.get(2).or_else(|| c.get(3))?.as_str().to_lowercase();
-            let key = match key.as_str() {
-                "一" => "1".to_string(),
-                "二" => "2".to_string(),
-                "三" => "3".to_string(),
-                _ => key,
-            };
+            let key = label(c.get(2).or_else(|| c.get(3))?.as_str());
             opts.iter()
                 .find(|(label, _)| label.as_deref() == Some(key.as_str()))
                 .or_else(|| key.parse::<usize>().ok().and_then(|n| opts.get(n.wrapping_sub(1))))
@@ -296,14 +290,14 @@ fn picked(reply: &str, proposal: &str) -> Option<Extracted> {
             return None;
         }
         named.to_string()
-    } else if let Some((_, t)) =
-        (reply.split_whitespace().count() <= 4 && reply.split_whitespace().count() >= 2 && asked)
-            .then(|| {
-                opts.iter().find(|(_, t)| {
-                    t.to_lowercase().starts_with(&reply.to_lowercase().trim_end_matches(['.', '!']).to_string())
-                })
-            })
-            .flatten()
+    } else if let Some((_, t)) = (asked && (2..=4).contains(&reply.split_whitespace().count()))
+        .then(|| {
+            // A reply that repeats the start of an offered option ("10 minutes").
+            let said = reply.to_lowercase();
+            let said = said.trim_end_matches(['.', '!']);
+            opts.iter().find(|(_, t)| t.to_lowercase().starts_with(said))
+        })
+        .flatten()
     {
         t.clone()
     } else {

@@ -125,11 +125,12 @@ impl Index {
         let hits = c.query(&query)?.hits.into_iter().map(|hit| ProjectHit { project: info.project.clone(), hit });
         let mut out: Vec<ProjectHit> = Vec::new();
         let prompt_words = words(text);
+        // Cheapest test first: most candidates fall below the threshold.
         let keep = |h: &ProjectHit, out: &[ProjectHit]| {
-            let other_session = options.exclude_session.as_deref() != Some(h.hit.doc.session_id.as_str());
-            let same_text = out.iter().any(|o| o.hit.doc.content == h.hit.doc.content);
-            let repeat = options.skip_repeats && words(&h.hit.doc.content) == prompt_words;
-            h.hit.relevance >= options.min_relevance && other_session && !same_text && !repeat
+            h.hit.relevance >= options.min_relevance
+                && options.exclude_session.as_deref() != Some(h.hit.doc.session_id.as_str())
+                && !out.iter().any(|o| o.hit.doc.content == h.hit.doc.content)
+                && !(options.skip_repeats && words(&h.hit.doc.content) == prompt_words)
         };
         for h in hits {
             if out.len() >= options.limit {

@@ -66,13 +66,13 @@ pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
     if !path.is_dir() {
         return Err(Error::NotFound(format!("transcript path {}", path.display())));
     }
+    let direct = jsonl(path);
     // A Claude Code config directory (`~/.claude`, or a copy of one): its sessions are under
     // `projects/`, next to folders (`todos/`, `plugins/`) that hold none.
     let projects = path.join("projects");
-    if projects.is_dir() && jsonl(path).is_empty() {
+    if projects.is_dir() && direct.is_empty() {
         return discover(&projects);
     }
-    let direct = jsonl(path);
     let has_session_dirs =
         std::fs::read_dir(path).map(|rd| rd.flatten().any(|e| e.path().join("subagents").is_dir())).unwrap_or(false);
     if !direct.is_empty() || has_session_dirs {
