@@ -9,4 +9,5 @@ pub mod extract;
 pub mod life;
 mod replies;
 pub mod runs;
+mod sentences;
 pub mod session;

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::extract::{Extracted, REASON_WORDS, alternatives, clause_after, code_re, re, sentences, summarize};
+use super::sentences::{Extracted, REASON_WORDS, alternatives, clause_after, code_re, re, sentences, summarize};
 use crate::doc::DecisionStatus;
 
 /// The decision a user's reply makes about the assistant's message before it, if any.
