@@ -106,6 +106,9 @@ fn peak_mb() -> f64 {
 /// mixed-length texts (a fifth of them at the 256-token limit), prints texts/s and the peak RSS
 /// after loading and after embedding.
 fn memory_child(spec: &str) {
+    if let Some(kind) = spec.strip_prefix("tokenizer:") {
+        return tokenizer_child(kind);
+    }
     let mut parts = spec.split(':');
     let model = parts.next().unwrap();
     let budget: usize = parts.next().unwrap().parse().unwrap();
@@ -128,8 +131,64 @@ fn memory_child(spec: &str) {
     println!("{} {loaded:.0} {:.0}", refs.len() as f64 / secs, peak_mb());
 }
 
+/// A child that loads only the default model's tokenizer, the `tokenizers` crate's own way
+/// (`hf`, its Unigram byte trie) or convdex's (`compact`), tokenizes the seeded texts, and prints
+/// load ms, texts/s, and the peak RSS.
+fn tokenizer_child(kind: &str) {
+    let spec = convdex::models::Manifest::builtin().default_spec();
+    let files = convdex::models::locate_model(None, spec).expect("run `make models` first");
+    let read = |p: &std::path::Path| std::fs::read(p).unwrap();
+    let (tok, config, specials, tconfig) =
+        (read(&files.tokenizer), read(&files.config), read(&files.special_tokens_map), read(&files.tokenizer_config));
+    let mut rng = Lcg(SEED);
+    let all: Vec<String> = [(8usize, 96usize), (50, 64), (120, 32), (400, 48)]
+        .iter()
+        .flat_map(|&(words, n)| texts(n, words, &mut rng))
+        .collect();
+    let start = Instant::now();
+    let (load, secs) = if kind == "hf" {
+        let t = tokenizers::Tokenizer::from_bytes(&tok).unwrap();
+        let load = start.elapsed();
+        let start = Instant::now();
+        all.iter().for_each(|s| drop(t.encode(s.as_str(), true).unwrap()));
+        (load, start.elapsed())
+    } else {
+        let bytes = convdex::embed::TokenizerBytes {
+            tokenizer: &tok,
+            config: &config,
+            special_tokens_map: &specials,
+            tokenizer_config: &tconfig,
+        };
+        let mut t = convdex::embed::ModelTokenizer::load(&bytes, usize::MAX).unwrap();
+        let load = start.elapsed();
+        let start = Instant::now();
+        all.iter().for_each(|s| drop(t.encode_whole(s).unwrap()));
+        (load, start.elapsed())
+    };
+    println!("{:.0} {:.0} {:.0}", load.as_secs_f64() * 1e3, all.len() as f64 / secs.as_secs_f64(), peak_mb());
+}
+
+/// The tokenizer table: the default model's tokenizer loaded alone, both ways, one child each.
+fn tokenizer_grid() {
+    println!();
+    println!("| {} tokenizer | load ms | texts/s | peak RSS MB |", convdex::models::Manifest::builtin().default_model);
+    println!("|---|---:|---:|---:|");
+    for (kind, label) in [("hf", "`tokenizers` Unigram (byte trie)"), ("compact", "convdex `CompactUnigram`")] {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .env("CONVDEX_BENCH_EMBED_CHILD", format!("tokenizer:{kind}"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v: Vec<&str> = text.split_whitespace().collect();
+        if v.len() == 3 {
+            println!("| {label} | {} | {} | {} |", v[0], v[1], v[2]);
+        }
+    }
+}
+
 /// Runs the memory grid, one child process per setting (peak RSS is per process).
 fn memory_grid() {
+    tokenizer_grid();
     let default = convdex::models::Manifest::builtin().default_model.clone();
     println!();
     println!(
@@ -282,7 +341,10 @@ fn main() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut direct = TextEmbedding::try_new_from_user_defined(
         udm,
-        InitOptionsUserDefined::new().with_max_length(256).with_intra_threads(threads),
+        InitOptionsUserDefined::new()
+            .with_max_length(256)
+            .with_intra_threads(threads)
+            .with_environment(convdex::testutil::onnx_environment(&files.runtime).unwrap()),
     )
     .unwrap();
     let med = texts(128, 50, &mut rng);

@@ -40,3 +40,11 @@ pub fn clustered_vectors(n: usize, dim: usize, clusters: usize, seed: u64) -> Ve
         })
         .collect()
 }
+
+/// The process's ONNX Runtime environment, loading the library at `runtime` if no embedder has
+/// yet: ONNX Runtime allows one per process, so a reference implementation run beside convdex
+/// (fastembed in `tests/integration/embed.rs` and `benches/embed.rs`) must share it.
+pub fn onnx_environment(runtime: &std::path::Path) -> crate::Result<ort::environment::Environment> {
+    crate::embed::onnx_environment(runtime)
+        .map_err(|reason| crate::Error::Runtime { path: runtime.to_path_buf(), reason })
+}

@@ -1,11 +1,11 @@
-//! The real embedder: a model of the manifest (multilingual-e5-small by default) through
-//! fastembed and ONNX Runtime.
+//! The real embedder: a model of the manifest (multilingual-e5-small by default) on ONNX
+//! Runtime, tokenized by [`super::tokenizer`] and run by [`super::onnx`].
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
-
+use super::onnx::OnnxModel;
+use super::tokenizer::{ModelTokenizer, TokenizerBytes};
 use super::{Embedder, normalize};
 use crate::error::{Error, Result};
 use crate::models::{self, Manifest, ModelFiles, ModelSpec};
@@ -115,12 +115,18 @@ impl EmbedOptions {
 /// one session (ONNX Runtime parallelises inside a call). Stored texts and queries get the
 /// model's prefixes (`passage: ` and `query: ` for e5) before they are embedded.
 pub struct FastEmbedder {
-    model: Mutex<TextEmbedding>,
+    model: Mutex<Loaded>,
     files: ModelFiles,
     options: EmbedOptions,
     spec: &'static ModelSpec,
     /// Tokens of the passage prefix.
     prefix_tokens: usize,
+}
+
+/// The tokenizer and the session, used together under one lock.
+struct Loaded {
+    tokenizer: ModelTokenizer,
+    onnx: OnnxModel,
 }
 
 impl std::fmt::Debug for FastEmbedder {
@@ -144,26 +150,26 @@ impl FastEmbedder {
         let spec = options.spec()?;
         let files = models::locate_model(options.model_dir.as_deref(), spec)?;
         let runtime_err = |reason: String| Error::Runtime { path: files.runtime.clone(), reason };
-        // Loads the shared library once per process; later calls keep the first library.
-        let _ = ort::init_from(&files.runtime).map_err(|e| runtime_err(e.to_string()))?;
-        let tokenizer_files = TokenizerFiles {
-            tokenizer_file: read(&files.tokenizer)?,
-            config_file: read(&files.config)?,
-            special_tokens_map_file: read(&files.special_tokens_map)?,
-            tokenizer_config_file: read(&files.tokenizer_config)?,
-        };
-        let model = UserDefinedEmbeddingModel::new(read(&files.model)?, tokenizer_files).with_pooling(Pooling::Mean);
         let threads = options.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let cpu = ort::ep::CPU::default().with_arena_allocator(options.memory_arena).build();
-        let init = InitOptionsUserDefined::new()
-            .with_max_length(options.max_tokens)
-            .with_intra_threads(threads)
-            .with_execution_providers(vec![cpu]);
-        let mut model =
-            TextEmbedding::try_new_from_user_defined(model, init).map_err(|e| runtime_err(e.to_string()))?;
+        // Loads the shared library once per process; later calls keep the first library.
+        let onnx = OnnxModel::load(&files.runtime, &read(&files.model)?, threads, options.memory_arena)
+            .map_err(runtime_err)?;
+        let bytes = (read(&files.tokenizer)?, read(&files.config)?);
+        let more = (read(&files.special_tokens_map)?, read(&files.tokenizer_config)?);
+        let tokenizer = ModelTokenizer::load(
+            &TokenizerBytes {
+                tokenizer: &bytes.0,
+                config: &bytes.1,
+                special_tokens_map: &more.0,
+                tokenizer_config: &more.1,
+            },
+            options.max_tokens,
+        )
+        .map_err(|reason| Error::Runtime { path: files.tokenizer.clone(), reason })?;
+        let mut model = Loaded { tokenizer, onnx };
         let prefix_tokens = match spec.passage_prefix.trim() {
             "" => 0,
-            p => all_offsets(&mut model.tokenizer, p).len(),
+            p => model.tokenizer.offsets(p).len(),
         };
         Ok(FastEmbedder { model: Mutex::new(model), files, options, spec, prefix_tokens })
     }
@@ -183,8 +189,10 @@ impl FastEmbedder {
         &self.options
     }
 
-    fn run_batch(&self, model: &mut TextEmbedding, batch: &[String]) -> Result<Vec<Vec<f32>>> {
-        let mut out = model.embed(batch, Some(batch.len())).map_err(|e| Error::Embed { reason: e.to_string() })?;
+    fn run_batch(&self, model: &mut Loaded, batch: &[String]) -> Result<Vec<Vec<f32>>> {
+        let embed_err = |reason: String| Error::Embed { reason };
+        let encodings = model.tokenizer.encode_batch(batch).map_err(|e| embed_err(e.to_string()))?;
+        let mut out = model.onnx.embed(&encodings).map_err(embed_err)?;
         for v in &mut out {
             if v.len() != self.spec.dimension {
                 return Err(Error::DimensionMismatch { expected: self.spec.dimension, got: v.len() });
@@ -244,7 +252,7 @@ impl Embedder for FastEmbedder {
 
     fn token_offsets(&self, text: &str) -> Vec<(usize, usize)> {
         let mut model = self.model.lock().unwrap_or_else(|e| e.into_inner());
-        let offsets = all_offsets(&mut model.tokenizer, text);
+        let offsets = model.tokenizer.offsets(text);
         if offsets.is_empty() && !text.trim().is_empty() { crate::text::chunk::word_offsets(text) } else { offsets }
     }
 }
@@ -269,22 +277,6 @@ fn batches(order: &[usize], tokens: impl Fn(usize) -> usize, max_texts: usize, m
     if start < order.len() {
         out.push(&order[start..]);
     }
-    out
-}
-
-/// The byte offsets of every token of `text`, without special tokens. The model's tokenizer
-/// truncates (at `max_tokens`) and pads; both are switched off for this call and restored, so
-/// one tokenizer serves both (a second copy of e5's 250,000-piece vocabulary measured about
-/// 100 MB).
-fn all_offsets(tokenizer: &mut tokenizers::Tokenizer, text: &str) -> Vec<(usize, usize)> {
-    let truncation = tokenizer.get_truncation().cloned();
-    let padding = tokenizer.get_padding().cloned();
-    tokenizer.with_padding(None);
-    let _ = tokenizer.with_truncation(None);
-    let out = tokenizer.encode(text, false).map(|e| e.get_offsets().to_vec()).unwrap_or_default();
-    tokenizer.with_padding(padding);
-    // Restoring the settings it had cannot fail (they were accepted once).
-    let _ = tokenizer.with_truncation(truncation);
     out
 }
 

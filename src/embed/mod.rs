@@ -1,8 +1,9 @@
 //! Text → unit-length vectors.
 //!
 //! [`Embedder`] is the one seam between convdex and a model. [`FastEmbedder`] runs a real model
-//! of the manifest (multilingual-e5-small by default, or all-MiniLM-L6-v2) through fastembed and
-//! ONNX Runtime, fully offline, and [`LazyEmbedder`] loads it on first use (an
+//! of the manifest (multilingual-e5-small by default, or all-MiniLM-L6-v2) on ONNX Runtime, fully
+//! offline, with the model's own tokenizer ([`ModelTokenizer`], a Unigram vocabulary held
+//! compactly), and [`LazyEmbedder`] loads it on first use (an
 //! [`crate::Index`]'s default); [`HashEmbedder`] is a deterministic stand-in for fast unit tests
 //! only. Stored texts and queries are embedded apart ([`Embedder::embed`],
 //! [`Embedder::embed_query`]): models trained with instructions read them differently.
@@ -10,12 +11,17 @@
 mod fast;
 mod hash;
 mod lazy;
+mod onnx;
 mod static_model;
+mod tokenizer;
 
 pub use fast::{EmbedOptions, FastEmbedder};
 pub use hash::HashEmbedder;
 pub use lazy::LazyEmbedder;
+#[cfg(any(test, feature = "testing"))]
+pub(crate) use onnx::environment as onnx_environment;
 pub use static_model::StaticEmbedder;
+pub use tokenizer::{CompactUnigram, ModelTokenizer, TokenizerBytes};
 
 use std::sync::Arc;
 

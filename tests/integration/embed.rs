@@ -296,3 +296,39 @@ fn a_model_directory_with_a_non_ascii_path_loads() {
     assert_eq!(m.files().dir, odd);
     assert_eq!(m.embed_query("数据库迁移").unwrap(), model().embed_query("数据库迁移").unwrap());
 }
+
+/// convdex runs ONNX Runtime itself (its own tokenizer, session and mean pooling) instead of
+/// through fastembed, which built e5's tokenizer as a 250,000-piece byte trie. Collections
+/// embedded before that change must stay comparable with the queries embedded after it: every
+/// model of the manifest gives fastembed's vectors, text by text, on real corpus texts of every
+/// script (one in forty of the strings `tokenizer_parity` reads, up to 400).
+#[test]
+fn vectors_match_fastembed_on_corpus_texts() {
+    use convdex::models::{Manifest, locate_model};
+    use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
+    let texts: Vec<String> =
+        crate::tokenizer_parity::corpus_texts().into_iter().step_by(40).map(|t| t.2).take(400).collect();
+    assert!(texts.len() >= 200, "{} corpus texts", texts.len());
+    for (spec, ours) in [("multilingual-e5-small", model()), ("all-minilm-l6-v2", minilm())] {
+        let spec = Manifest::builtin().model(spec).unwrap();
+        let files = locate_model(None, spec).unwrap();
+        let read = |p: &std::path::Path| std::fs::read(p).unwrap();
+        let tokenizer = TokenizerFiles {
+            tokenizer_file: read(&files.tokenizer),
+            config_file: read(&files.config),
+            special_tokens_map_file: read(&files.special_tokens_map),
+            tokenizer_config_file: read(&files.tokenizer_config),
+        };
+        let m = UserDefinedEmbeddingModel::new(read(&files.model), tokenizer).with_pooling(Pooling::Mean);
+        let env = convdex::testutil::onnx_environment(&files.runtime).unwrap();
+        let init = InitOptionsUserDefined::new().with_max_length(ours.max_tokens()).with_environment(env);
+        let mut reference = TextEmbedding::try_new_from_user_defined(m, init).unwrap();
+        let prefixed: Vec<String> = texts.iter().map(|t| format!("{}{t}", spec.passage_prefix)).collect();
+        let want = reference.embed(&prefixed, Some(16)).unwrap();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let got = ours.embed(&refs).unwrap();
+        let worst = want.iter().zip(&got).map(|(w, g)| dot(w, g) / dot(w, w).sqrt()).fold(1.0f32, f32::min);
+        println!("{}: {} texts, lowest cosine to fastembed's vector {worst:.6}", spec.name, texts.len());
+        assert!(worst > 0.9999, "{}: a vector differs from fastembed's (cosine {worst})", spec.name);
+    }
+}

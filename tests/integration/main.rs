@@ -29,3 +29,4 @@ mod real_search;
 mod robustness;
 mod runs;
 mod snapshots_extract;
+mod tokenizer_parity;
