@@ -1,13 +1,14 @@
 //! A model's tokenizer, loaded from its `tokenizer.json` the way fastembed loads it (padding to
 //! the longest text of a call, truncation, the special tokens of `special_tokens_map.json`),
 //! with one difference: a Unigram vocabulary (multilingual-e5-small's 250,000 pieces) is held
-//! as a hash map of pieces instead of the `tokenizers` crate's byte trie, whose nodes each own a
+//! as its pieces in one string and a table of hashes instead of the `tokenizers` crate's byte trie, whose nodes each own a
 //! hash map (`benches/embed`, part `memory`, measured that trie at most of e5's resident
 //! memory). Normalisation, pre-tokenisation, special tokens, offsets and post-processing are
 //! the `tokenizers` crate's own; the pieces and ids are the same as its Unigram model's, checked
 //! text by text over the shared corpus by `tests/integration/tokenizer_parity.rs`.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -22,19 +23,75 @@ use tokenizers::{AddedToken, Encoding, Model, PaddingParams, PaddingStrategy, To
 /// and the `tokenizers` crate's `K_UNK_PENALTY`).
 const UNK_PENALTY: f64 = 10.0;
 
-/// A Unigram vocabulary as pieces in a hash map, segmenting a pre-token by the same Viterbi
-/// search, scores and tie-breaking as the `tokenizers` crate's `Unigram` (with `fuse_unk`, no
-/// sampling), which walks a byte trie instead.
+/// A Unigram vocabulary as its pieces in one string plus one table of 64-bit hashes, segmenting
+/// a pre-token by the same Viterbi search, scores and tie-breaking as the `tokenizers` crate's
+/// `Unigram` (with `fuse_unk`, no sampling), which walks a byte trie instead. The table holds
+/// every piece (its id, checked against the piece's text on lookup) and every proper prefix of a
+/// piece (a mark), so a candidate grows a character at a time, its hash with it, and stops as
+/// soon as no piece starts with it, as a trie walk would.
 #[derive(Debug, Clone)]
 pub struct CompactUnigram {
-    ids: HashMap<Box<str>, u32>,
-    pieces: Vec<Box<str>>,
+    /// Every piece, in id order, back to back.
+    text: String,
+    /// Where piece `id` ends in `text` (it starts where piece `id - 1` ends).
+    ends: Vec<u32>,
+    /// [`key`] of a piece or of a proper prefix of one → [`Slot`].
+    table: HashMap<u64, Slot, BuildHasherDefault<KeyHasher>>,
     scores: Vec<f64>,
     unk_id: Option<u32>,
     min_score: f64,
     /// The longest piece, in bytes: no candidate is looked up beyond it.
     max_len: usize,
     byte_fallback: bool,
+}
+
+/// What the table knows of a string: the id of the piece it is (if any) and whether some
+/// longer piece starts with it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    id: Option<u32>,
+    prefix: bool,
+}
+
+/// FNV-1a over bytes, extended one character at a time as a candidate grows.
+#[derive(Clone, Copy)]
+struct Fnv(u64);
+
+impl Fnv {
+    const START: Fnv = Fnv(0xcbf2_9ce4_8422_2325);
+
+    fn add(self, bytes: &[u8]) -> Fnv {
+        Fnv(bytes.iter().fold(self.0, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)))
+    }
+
+    /// The table's key: FNV's state mixed (splitmix64's finaliser) so every bit of it counts.
+    fn key(self) -> u64 {
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// The key of a whole string.
+fn key(s: &str) -> u64 {
+    Fnv::START.add(s.as_bytes()).key()
+}
+
+/// Keys are already mixed: the table uses them as they are.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = Fnv(self.0).add(bytes).key();
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 #[derive(Deserialize)]
@@ -62,20 +119,68 @@ impl CompactUnigram {
         {
             return Err(format!("the unknown piece's id {unk} is outside the vocabulary of {}", vocab.len()));
         }
-        let mut ids = HashMap::with_capacity(vocab.len());
-        let mut pieces = Vec::with_capacity(vocab.len());
+        let mut text = String::new();
+        let mut ends = Vec::with_capacity(vocab.len());
         let mut scores = Vec::with_capacity(vocab.len());
+        let mut table: HashMap<u64, Slot, BuildHasherDefault<KeyHasher>> = HashMap::default();
+        table.reserve(vocab.len() * 2);
         let (mut min_score, mut max_len) = (f64::INFINITY, 0);
         for (id, (piece, score)) in vocab.into_iter().enumerate() {
-            let piece = piece.into_boxed_str();
             max_len = max_len.max(piece.len());
             min_score = min_score.min(score);
+            let mut h = Fnv::START;
+            for (at, c) in piece.char_indices() {
+                if at > 0 {
+                    table.entry(h.key()).or_default().prefix = true;
+                }
+                h = h.add(c.encode_utf8(&mut [0; 4]).as_bytes());
+            }
+            let slot = table.entry(h.key()).or_default();
+            if let Some(other) = slot.id {
+                let start = other.checked_sub(1).map_or(0, |o| ends[o as usize] as usize);
+                if text.get(start..ends[other as usize] as usize) != Some(piece.as_str()) {
+                    return Err(format!("two pieces share a 64-bit hash (ids {other} and {id})"));
+                }
+            }
             // A piece listed twice keeps its last id, as in `tokenizers`.
-            ids.insert(piece.clone(), id as u32);
-            pieces.push(piece);
+            slot.id = Some(id as u32);
+            text.push_str(&piece);
+            ends.push(u32::try_from(text.len()).map_err(|_| "a vocabulary of more than 4 GiB of pieces")?);
             scores.push(score);
         }
-        Ok(CompactUnigram { ids, pieces, scores, unk_id: unk_id.map(|u| u as u32), min_score, max_len, byte_fallback })
+        table.shrink_to_fit();
+        Ok(CompactUnigram {
+            text,
+            ends,
+            table,
+            scores,
+            unk_id: unk_id.map(|u| u as u32),
+            min_score,
+            max_len,
+            byte_fallback,
+        })
+    }
+
+    /// The piece of `id` (empty for an id outside the vocabulary).
+    fn piece(&self, id: u32) -> &str {
+        let id = id as usize;
+        let start = id.checked_sub(1).and_then(|p| self.ends.get(p)).map_or(0, |&e| e as usize);
+        let end = self.ends.get(id).map_or(start, |&e| e as usize);
+        self.text.get(start..end).unwrap_or("")
+    }
+
+    /// The id of `candidate` if it is a piece (its key and text both match), and whether a
+    /// longer piece may start with it (a hash shared by chance only lengthens the search).
+    fn look(&self, key: u64, candidate: &str) -> (Option<u32>, bool) {
+        match self.table.get(&key) {
+            Some(slot) => (slot.id.filter(|&id| self.piece(id) == candidate), slot.prefix),
+            None => (None, false),
+        }
+    }
+
+    /// The id of `piece`, if it is one.
+    fn id(&self, piece: &str) -> Option<u32> {
+        self.look(key(piece), piece).0
     }
 
     fn unk(&self) -> tokenizers::Result<u32> {
@@ -106,12 +211,22 @@ impl CompactUnigram {
             let rest = s.get(at..).ok_or("a segmentation position inside a character")?;
             let first = rest.chars().next().map_or(1, char::len_utf8);
             let mut single = false;
-            // Candidate ends in increasing length, as the trie's common-prefix search yields them.
-            let ends = rest.char_indices().skip(1).map(|(i, _)| i).chain(std::iter::once(rest.len()));
-            for len in ends.take_while(|&len| len <= self.max_len) {
-                if let Some(&id) = rest.get(..len).and_then(|c| self.ids.get(c)) {
+            // Candidates in increasing length, as the trie's common-prefix search yields them.
+            let mut h = Fnv::START;
+            for (i, c) in rest.char_indices() {
+                let len = i + c.len_utf8();
+                if len > self.max_len {
+                    break;
+                }
+                h = h.add(c.encode_utf8(&mut [0; 4]).as_bytes());
+                let candidate = rest.get(..len).ok_or("a candidate inside a character")?;
+                let (id, longer) = self.look(h.key(), candidate);
+                if let Some(id) = id {
                     better(&mut best, at + len, id, self.scores[id as usize] + till, at);
                     single |= len == first;
+                }
+                if !longer {
+                    break;
                 }
             }
             if !single {
@@ -154,14 +269,14 @@ impl Model for CompactUnigram {
         let mut tokens = Vec::new();
         for (start, end) in self.segment(sequence)? {
             let piece = sequence.get(start..end).ok_or("a piece that does not end on a character boundary")?;
-            let id = match self.ids.get(piece) {
-                Some(&id) => id,
+            let id = match self.id(piece) {
+                Some(id) => id,
                 None if self.byte_fallback => {
                     let bytes: Option<Vec<Token>> = piece
                         .bytes()
                         .map(|b| {
                             let name = format!("<0x{b:02X}>");
-                            self.ids.get(name.as_str()).map(|&id| Token::new(id, name, (start, end)))
+                            self.id(&name).map(|id| Token::new(id, name, (start, end)))
                         })
                         .collect();
                     if let Some(bytes) = bytes {
@@ -178,19 +293,19 @@ impl Model for CompactUnigram {
     }
 
     fn token_to_id(&self, token: &str) -> Option<u32> {
-        self.ids.get(token).copied()
+        self.id(token)
     }
 
     fn id_to_token(&self, id: u32) -> Option<String> {
-        self.pieces.get(id as usize).map(|p| p.to_string())
+        ((id as usize) < self.ends.len()).then(|| self.piece(id).to_string())
     }
 
-    fn get_vocab(&self) -> std::collections::HashMap<String, u32> {
-        self.ids.iter().map(|(p, &id)| (p.to_string(), id)).collect()
+    fn get_vocab(&self) -> HashMap<String, u32> {
+        (0..self.ends.len() as u32).map(|id| (self.piece(id).to_string(), id)).collect()
     }
 
     fn get_vocab_size(&self) -> usize {
-        self.pieces.len()
+        self.ends.len()
     }
 
     fn save(&self, _folder: &Path, _prefix: Option<&str>) -> tokenizers::Result<Vec<PathBuf>> {
@@ -269,7 +384,14 @@ impl ModelTokenizer {
         let bad = |e: &dyn std::fmt::Display| format!("tokenizer.json cannot be read as a tokenizer: {e}");
         let peek: Peek = serde_json::from_slice(files.tokenizer).map_err(|e| bad(&e))?;
         let mut t = if peek.model.kind.as_deref() == Some("Unigram") {
-            ModelTokenizer::Compact(Box::new(serde_json::from_slice(files.tokenizer).map_err(|e| bad(&e))?))
+            // A vocabulary the compact form cannot hold (two pieces sharing a hash) loads as
+            // `tokenizers` builds it.
+            match serde_json::from_slice(files.tokenizer) {
+                Ok(compact) => ModelTokenizer::Compact(Box::new(compact)),
+                Err(_) => ModelTokenizer::Other(Box::new(
+                    tokenizers::Tokenizer::from_bytes(files.tokenizer).map_err(|e| bad(&e))?,
+                )),
+            }
         } else {
             ModelTokenizer::Other(Box::new(tokenizers::Tokenizer::from_bytes(files.tokenizer).map_err(|e| bad(&e))?))
         };
@@ -392,5 +514,21 @@ mod tests {
         assert!(ours.tokenize("zz").is_err());
         assert_eq!(ours.tokenize("ab").unwrap().len(), 1);
         assert!(CompactUnigram::new(vocab(), Some(99), false).is_err());
+    }
+
+    #[test]
+    fn a_piece_listed_twice_keeps_its_last_id_as_in_tokenizers() {
+        let mut twice = vocab();
+        twice.push(("ab".to_string(), -0.5));
+        let ours = CompactUnigram::new(twice.clone(), Some(0), false).unwrap();
+        let theirs = Unigram::from(twice, Some(0), false).unwrap();
+        for text in ["ab", "abab", "cab"] {
+            let a: Vec<u32> = ours.tokenize(text).unwrap().into_iter().map(|t| t.id).collect();
+            let b: Vec<u32> = theirs.tokenize(text).unwrap().into_iter().map(|t| t.id).collect();
+            assert_eq!(a, b, "{text:?}");
+        }
+        assert_eq!(ours.token_to_id("ab"), theirs.token_to_id("ab"));
+        assert_eq!(ours.id_to_token(3).as_deref(), Some("ab"));
+        assert_eq!(ours.id_to_token(99), None);
     }
 }

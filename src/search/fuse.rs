@@ -28,7 +28,7 @@
 use std::collections::HashMap;
 
 use crate::doc::{DecisionStatus, DocBody, Document};
-use crate::search::query::SearchMode;
+use crate::search::mode::SearchMode;
 
 /// How many documents each side (semantic, lexical) of each collection contributes to the
 /// pool, whatever the `limit` (unless `limit` is larger): the first `k` hits are the same for

@@ -1,9 +1,10 @@
-//! Search, the pure part: what is asked ([`query`]: text, [`Filter`], mode, limit), which way
+//! Search, the pure part: what is asked ([`query`]: text, [`Filter`], [`SearchMode`], limit), which way
 //! the vector side goes ([`plan`]), how rankings are fused ([`fuse`]), and what comes back
 //! ([`Hit`], [`Hits`]). [`crate::Collection::search`] carries it out over a collection's store
 //! and indexes; [`crate::Index::search`] over several collections.
 
 pub(crate) mod fuse;
+mod mode;
 pub(crate) mod plan;
 pub mod query;
 

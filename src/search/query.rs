@@ -10,39 +10,13 @@ use chrono::{DateTime, Utc};
 use crate::doc::DocKind;
 use crate::error::{Error, Result};
 use crate::search::fuse::{Fusion, Ranking};
+pub use crate::search::mode::SearchMode;
 
 /// The most hits one search returns ([`Query::limit`]); more is [`Error::LimitTooLarge`].
 pub const MAX_LIMIT: usize = 1000;
 /// The longest query text, in bytes; longer is [`Error::QueryTooLong`]. The model reads at most
 /// 256 tokens of it anyway.
 pub const MAX_QUERY_BYTES: usize = 8 * 1024;
-
-/// How a text query is matched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SearchMode {
-    /// By meaning: the query's embedding against the documents' (cosine).
-    Semantic,
-    /// By words: BM25 over the lexical index; quoted phrases and identifiers must match
-    /// exactly (see [`crate::lexical`]).
-    Lexical,
-    /// Both rankings fused ([`crate::Fusion`]); the default.
-    #[default]
-    Hybrid,
-}
-
-impl std::str::FromStr for SearchMode {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "semantic" => Ok(SearchMode::Semantic),
-            "lexical" => Ok(SearchMode::Lexical),
-            "hybrid" => Ok(SearchMode::Hybrid),
-            other => {
-                Err(Error::InvalidArgument(format!("unknown search mode `{other}`; use semantic, lexical or hybrid")))
-            }
-        }
-    }
-}
 
 /// Which documents a search may return. Every field combines with the others by AND; a list
 /// field matches any of its values. Default: no restriction.
