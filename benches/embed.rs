@@ -137,9 +137,6 @@ fn memory_child(spec: &str) {
 fn tokenizer_child(kind: &str) {
     let spec = convdex::models::Manifest::builtin().default_spec();
     let files = convdex::models::locate_model(None, spec).expect("run `make models` first");
-    let read = |p: &std::path::Path| std::fs::read(p).unwrap();
-    let (tok, config, specials, tconfig) =
-        (read(&files.tokenizer), read(&files.config), read(&files.special_tokens_map), read(&files.tokenizer_config));
     let mut rng = Lcg(SEED);
     let all: Vec<String> = [(8usize, 96usize), (50, 64), (120, 32), (400, 48)]
         .iter()
@@ -147,19 +144,13 @@ fn tokenizer_child(kind: &str) {
         .collect();
     let start = Instant::now();
     let (load, secs) = if kind == "hf" {
-        let t = tokenizers::Tokenizer::from_bytes(&tok).unwrap();
+        let t = tokenizers::Tokenizer::from_file(&files.tokenizer).unwrap();
         let load = start.elapsed();
         let start = Instant::now();
         all.iter().for_each(|s| drop(t.encode(s.as_str(), true).unwrap()));
         (load, start.elapsed())
     } else {
-        let bytes = convdex::embed::TokenizerBytes {
-            tokenizer: &tok,
-            config: &config,
-            special_tokens_map: &specials,
-            tokenizer_config: &tconfig,
-        };
-        let mut t = convdex::embed::ModelTokenizer::load(&bytes, usize::MAX).unwrap();
+        let mut t = convdex::embed::read_tokenizer(&files, usize::MAX).unwrap();
         let load = start.elapsed();
         let start = Instant::now();
         all.iter().for_each(|s| drop(t.encode_whole(s).unwrap()));

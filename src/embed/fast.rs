@@ -139,6 +139,20 @@ fn read(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| Error::io(path, e))
 }
 
+/// Reads a model's tokenizer from its four files ([`ModelTokenizer::load`]) with calls
+/// truncated at `max_tokens`; the error names the file that could not be read or used.
+pub fn read_tokenizer(files: &ModelFiles, max_tokens: usize) -> Result<ModelTokenizer> {
+    let (tokenizer, config) = (read(&files.tokenizer)?, read(&files.config)?);
+    let (special_tokens_map, tokenizer_config) = (read(&files.special_tokens_map)?, read(&files.tokenizer_config)?);
+    let bytes = TokenizerBytes {
+        tokenizer: &tokenizer,
+        config: &config,
+        special_tokens_map: &special_tokens_map,
+        tokenizer_config: &tokenizer_config,
+    };
+    ModelTokenizer::load(&bytes, max_tokens).map_err(|reason| Error::Runtime { path: files.tokenizer.clone(), reason })
+}
+
 impl FastEmbedder {
     /// Loads the model with default options.
     pub fn new() -> Result<Self> {
@@ -154,18 +168,7 @@ impl FastEmbedder {
         // Loads the shared library once per process; later calls keep the first library.
         let onnx = OnnxModel::load(&files.runtime, &read(&files.model)?, threads, options.memory_arena)
             .map_err(runtime_err)?;
-        let bytes = (read(&files.tokenizer)?, read(&files.config)?);
-        let more = (read(&files.special_tokens_map)?, read(&files.tokenizer_config)?);
-        let tokenizer = ModelTokenizer::load(
-            &TokenizerBytes {
-                tokenizer: &bytes.0,
-                config: &bytes.1,
-                special_tokens_map: &more.0,
-                tokenizer_config: &more.1,
-            },
-            options.max_tokens,
-        )
-        .map_err(|reason| Error::Runtime { path: files.tokenizer.clone(), reason })?;
+        let tokenizer = read_tokenizer(&files, options.max_tokens)?;
         let mut model = Loaded { tokenizer, onnx };
         let prefix_tokens = match spec.passage_prefix.trim() {
             "" => 0,

@@ -15,7 +15,7 @@ mod onnx;
 mod static_model;
 mod tokenizer;
 
-pub use fast::{EmbedOptions, FastEmbedder};
+pub use fast::{EmbedOptions, FastEmbedder, read_tokenizer};
 pub use hash::HashEmbedder;
 pub use lazy::LazyEmbedder;
 #[cfg(any(test, feature = "testing"))]

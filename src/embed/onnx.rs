@@ -62,14 +62,16 @@ impl OnnxModel {
         let (b, n) = (encodings.len(), first.len());
         let mut ids = Vec::with_capacity(b * n);
         let mut mask = Vec::with_capacity(b * n);
-        let mut types = Vec::with_capacity(b * n);
+        let mut types = Vec::with_capacity(if self.type_ids { b * n } else { 0 });
         for e in encodings {
             if e.len() != n {
                 return Err(format!("a call's texts were not padded to one length ({} and {n} tokens)", e.len()));
             }
             ids.extend(e.get_ids().iter().map(|&x| i64::from(x)));
             mask.extend(e.get_attention_mask().iter().map(|&x| i64::from(x)));
-            types.extend(e.get_type_ids().iter().map(|&x| i64::from(x)));
+            if self.type_ids {
+                types.extend(e.get_type_ids().iter().map(|&x| i64::from(x)));
+            }
         }
         let shape = [b as i64, n as i64];
         let tensor = |v: Vec<i64>| Tensor::from_array((shape, v)).map_err(|e| e.to_string());

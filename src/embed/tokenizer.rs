@@ -1,9 +1,9 @@
 //! A model's tokenizer, loaded from its `tokenizer.json` the way fastembed loads it (padding to
 //! the longest text of a call, truncation, the special tokens of `special_tokens_map.json`),
 //! with one difference: a Unigram vocabulary (multilingual-e5-small's 250,000 pieces) is held
-//! as its pieces in one string and a table of hashes instead of the `tokenizers` crate's byte trie, whose nodes each own a
-//! hash map (`benches/embed`, part `memory`, measured that trie at most of e5's resident
-//! memory). Normalisation, pre-tokenisation, special tokens, offsets and post-processing are
+//! as its pieces in one string and a table of hashes instead of the `tokenizers` crate's byte
+//! trie, whose nodes each own a hash map (`benches/embed`, part `memory`, measured that trie at
+//! most of e5's resident memory). Normalisation, pre-tokenisation, special tokens, offsets and post-processing are
 //! the `tokenizers` crate's own; the pieces and ids are the same as its Unigram model's, checked
 //! text by text over the shared corpus by `tests/integration/tokenizer_parity.rs`.
 
@@ -78,6 +78,16 @@ fn key(s: &str) -> u64 {
     Fnv::START.add(s.as_bytes()).key()
 }
 
+/// Each prefix of `s` that ends on a character boundary, shortest first, as its length in bytes
+/// and its hash: a candidate piece grown one character at a time.
+fn prefixes(s: &str) -> impl Iterator<Item = (usize, Fnv)> + '_ {
+    s.char_indices().scan(Fnv::START, |h, (at, c)| {
+        let end = at + c.len_utf8();
+        *h = h.add(s.as_bytes().get(at..end).unwrap_or_default());
+        Some((end, *h))
+    })
+}
+
 /// Keys are already mixed: the table uses them as they are.
 #[derive(Default)]
 struct KeyHasher(u64);
@@ -96,6 +106,8 @@ impl std::hash::Hasher for KeyHasher {
 
 #[derive(Deserialize)]
 struct RawUnigram {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
     #[serde(default)]
     unk_id: Option<usize>,
     vocab: Vec<(String, f64)>,
@@ -106,6 +118,9 @@ struct RawUnigram {
 impl<'de> Deserialize<'de> for CompactUnigram {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         let raw = RawUnigram::deserialize(d)?;
+        if let Some(kind) = raw.kind.filter(|k| k != "Unigram") {
+            return Err(serde::de::Error::custom(format!("a {kind} model, not a Unigram one")));
+        }
         CompactUnigram::new(raw.vocab, raw.unk_id, raw.byte_fallback).map_err(serde::de::Error::custom)
     }
 }
@@ -122,43 +137,46 @@ impl CompactUnigram {
         let mut text = String::new();
         let mut ends = Vec::with_capacity(vocab.len());
         let mut scores = Vec::with_capacity(vocab.len());
-        let mut table: HashMap<u64, Slot, BuildHasherDefault<KeyHasher>> = HashMap::default();
-        table.reserve(vocab.len() * 2);
         let (mut min_score, mut max_len) = (f64::INFINITY, 0);
-        for (id, (piece, score)) in vocab.into_iter().enumerate() {
+        for (piece, score) in vocab {
             max_len = max_len.max(piece.len());
             min_score = min_score.min(score);
-            let mut h = Fnv::START;
-            for (at, c) in piece.char_indices() {
-                if at > 0 {
-                    table.entry(h.key()).or_default().prefix = true;
-                }
-                h = h.add(c.encode_utf8(&mut [0; 4]).as_bytes());
-            }
-            let slot = table.entry(h.key()).or_default();
-            if let Some(other) = slot.id {
-                let start = other.checked_sub(1).map_or(0, |o| ends[o as usize] as usize);
-                if text.get(start..ends[other as usize] as usize) != Some(piece.as_str()) {
-                    return Err(format!("two pieces share a 64-bit hash (ids {other} and {id})"));
-                }
-            }
-            // A piece listed twice keeps its last id, as in `tokenizers`.
-            slot.id = Some(id as u32);
             text.push_str(&piece);
             ends.push(u32::try_from(text.len()).map_err(|_| "a vocabulary of more than 4 GiB of pieces")?);
             scores.push(score);
         }
-        table.shrink_to_fit();
-        Ok(CompactUnigram {
+        let mut model = CompactUnigram {
             text,
             ends,
-            table,
+            table: HashMap::default(),
             scores,
             unk_id: unk_id.map(|u| u as u32),
             min_score,
             max_len,
             byte_fallback,
-        })
+        };
+        let mut table: HashMap<u64, Slot, BuildHasherDefault<KeyHasher>> = HashMap::default();
+        table.reserve(model.ends.len() * 2);
+        for id in 0..model.ends.len() as u32 {
+            let piece = model.piece(id);
+            for (end, h) in prefixes(piece) {
+                let slot = table.entry(h.key()).or_default();
+                if end < piece.len() {
+                    slot.prefix = true;
+                    continue;
+                }
+                if let Some(other) = slot.id
+                    && model.piece(other) != piece
+                {
+                    return Err(format!("two pieces share a 64-bit hash (ids {other} and {id})"));
+                }
+                // A piece listed twice keeps its last id, as in `tokenizers`.
+                slot.id = Some(id);
+            }
+        }
+        table.shrink_to_fit();
+        model.table = table;
+        Ok(model)
     }
 
     /// The piece of `id` (empty for an id outside the vocabulary).
@@ -212,13 +230,7 @@ impl CompactUnigram {
             let first = rest.chars().next().map_or(1, char::len_utf8);
             let mut single = false;
             // Candidates in increasing length, as the trie's common-prefix search yields them.
-            let mut h = Fnv::START;
-            for (i, c) in rest.char_indices() {
-                let len = i + c.len_utf8();
-                if len > self.max_len {
-                    break;
-                }
-                h = h.add(c.encode_utf8(&mut [0; 4]).as_bytes());
+            for (len, h) in prefixes(rest).take_while(|&(len, _)| len <= self.max_len) {
                 let candidate = rest.get(..len).ok_or("a candidate inside a character")?;
                 let (id, longer) = self.look(h.key(), candidate);
                 if let Some(id) = id {
@@ -359,16 +371,6 @@ pub struct TokenizerBytes<'a> {
     pub tokenizer_config: &'a [u8],
 }
 
-#[derive(Deserialize)]
-struct Peek {
-    model: PeekModel,
-}
-#[derive(Deserialize)]
-struct PeekModel {
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
-}
-
 impl ModelTokenizer {
     /// Loads a tokenizer that pads each call to its longest text and truncates at
     /// `max_tokens` (or the model's own limit when lower), with the special tokens of
@@ -382,18 +384,13 @@ impl ModelTokenizer {
         let specials = json("special_tokens_map.json", files.special_tokens_map)?;
         let tokenizer_config = json("tokenizer_config.json", files.tokenizer_config)?;
         let bad = |e: &dyn std::fmt::Display| format!("tokenizer.json cannot be read as a tokenizer: {e}");
-        let peek: Peek = serde_json::from_slice(files.tokenizer).map_err(|e| bad(&e))?;
-        let mut t = if peek.model.kind.as_deref() == Some("Unigram") {
-            // A vocabulary the compact form cannot hold (two pieces sharing a hash) loads as
-            // `tokenizers` builds it.
-            match serde_json::from_slice(files.tokenizer) {
-                Ok(compact) => ModelTokenizer::Compact(Box::new(compact)),
-                Err(_) => ModelTokenizer::Other(Box::new(
-                    tokenizers::Tokenizer::from_bytes(files.tokenizer).map_err(|e| bad(&e))?,
-                )),
-            }
-        } else {
-            ModelTokenizer::Other(Box::new(tokenizers::Tokenizer::from_bytes(files.tokenizer).map_err(|e| bad(&e))?))
+        // A Unigram vocabulary is held compactly; any other model, or a vocabulary the compact
+        // form cannot hold (two pieces sharing a hash), as `tokenizers` builds it.
+        let mut t = match serde_json::from_slice(files.tokenizer) {
+            Ok(compact) => ModelTokenizer::Compact(Box::new(compact)),
+            Err(_) => ModelTokenizer::Other(Box::new(
+                tokenizers::Tokenizer::from_bytes(files.tokenizer).map_err(|e| bad(&e))?,
+            )),
         };
         let model_max = tokenizer_config["model_max_length"]
             .as_f64()

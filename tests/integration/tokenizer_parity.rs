@@ -1,5 +1,5 @@
 //! The compact Unigram vocabulary (`convdex::embed::CompactUnigram`, multilingual-e5-small's
-//! 250,000 pieces held in a hash map) gives the same ids and offsets as the `tokenizers`
+//! 250,000 pieces held as one string and a table of hashes) gives the same ids and offsets as the `tokenizers`
 //! crate's own Unigram model on every kind of text the shared data holds: every string of
 //! every JSON line of the transcripts, agent histories and edge-case fixtures (Chinese,
 //! Japanese, Korean, Windows paths, code, tool output), plus texts at the edges (unknown
@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use convdex::embed::{ModelTokenizer, TokenizerBytes};
+use convdex::embed::{ModelTokenizer, read_tokenizer};
 use convdex::models::{Manifest, locate_model};
 
 /// At most this many bytes of text from one file, and this many from one string.
@@ -107,13 +107,9 @@ fn edge_texts() -> Vec<String> {
 fn the_compact_vocabulary_tokenizes_the_whole_shared_corpus_exactly_as_tokenizers_does() {
     let spec = Manifest::builtin().model("multilingual-e5-small").unwrap();
     let files = locate_model(None, spec).unwrap();
-    let read = |p: &Path| std::fs::read(p).unwrap();
-    let (tok, config, specials, tconfig) =
-        (read(&files.tokenizer), read(&files.config), read(&files.special_tokens_map), read(&files.tokenizer_config));
-    let bytes =
-        TokenizerBytes { tokenizer: &tok, config: &config, special_tokens_map: &specials, tokenizer_config: &tconfig };
-    let mut ours = ModelTokenizer::load(&bytes, 256).unwrap();
+    let mut ours = read_tokenizer(&files, 256).unwrap();
     assert!(matches!(ours, ModelTokenizer::Compact(_)), "e5's Unigram vocabulary is held compactly");
+    let tok = std::fs::read(&files.tokenizer).unwrap();
     let mut theirs = tokenizers::Tokenizer::from_bytes(&tok).unwrap();
     theirs.with_padding(None);
     theirs.with_truncation(None).unwrap();
