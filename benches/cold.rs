@@ -498,4 +498,58 @@ fn search(runs: usize) {
             common::pct_ms(wall, 0.95)
         );
     }
+    warm(dir.path(), runs, &modes);
+}
+
+/// The same searches answered by a warm helper (`convdex warm`), process start included, and
+/// the helper's own peak RSS.
+fn warm(dir: &std::path::Path, runs: usize, modes: &[(&str, &[&str])]) {
+    let mut helper = std::process::Command::new(env!("CARGO_BIN_EXE_convdex"))
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["warm", "--idle", "600"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("convdex warm");
+    let t = Instant::now();
+    while !common::convdex_warm(dir, &["warm", "--status"]).status.success() {
+        assert!(t.elapsed() < Duration::from_secs(600), "the warm helper did not answer");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!();
+    println!(
+        "warm helper ready {:.1} s after it started (model loaded, every collection open)",
+        t.elapsed().as_secs_f64()
+    );
+    println!();
+    println!("| `convdex search … --limit 10`, warm helper | p50 ms | p95 ms | CLI peak RSS MB |");
+    println!("|---|---:|---:|---:|");
+    for (label, extra) in modes {
+        let (mut wall, mut peak) = (Vec::new(), 0f64);
+        for r in 0..=runs {
+            let query = common::words(SEED + 1000 + r as u64, 3);
+            let mut args = vec!["search", query.as_str(), "--limit", "10"];
+            args.extend_from_slice(extra);
+            let run = common::convdex_warm(dir, &args);
+            assert!(run.status.success(), "convdex search failed");
+            assert!(run.stdout.lines().nth(1).is_some(), "no hits: {}", run.stdout);
+            if r > 0 {
+                wall.push(run.wall);
+                peak = peak.max(run.peak_mb);
+            }
+        }
+        println!(
+            "| {label} | {:.1} | {:.1} | {peak:.0} |",
+            common::pct_ms(wall.clone(), 0.5),
+            common::pct_ms(wall, 0.95)
+        );
+    }
+    let hwm = std::fs::read_to_string(format!("/proc/{}/status", helper.id())).ok().and_then(|s| {
+        s.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+    });
+    println!();
+    println!("warm helper peak RSS: {:.0} MB", hwm.unwrap_or(f64::NAN) / 1024.0);
+    assert!(common::convdex_warm(dir, &["warm", "--stop"]).status.success());
+    let _ = helper.wait();
 }

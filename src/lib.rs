@@ -59,7 +59,8 @@
 //!   answering with its own (the query is embedded by that model) until [`Collection::migrate`]
 //!   has re-embedded it; a model this build does not know is [`Error::ModelMismatch`].
 //! - ONNX Runtime is loaded once per process, from the first path used.
-//! - One writer process per collection (a lock file); a second gets [`Error::InUse`].
+//! - One process per collection (a lock file); a second waits, then gets [`Error::InUse`]. A
+//!   warm helper ([`Index::serve_warm`]) holding it is asked to let go instead.
 //! - hnsw_rs cannot delete: deleted documents are tombstones until the graph is rebuilt (past
 //!   25 % tombstones, automatically).
 //! - After opening a large collection the graph's links load in the background for a few
@@ -86,6 +87,7 @@ mod store;
 pub mod testutil;
 pub mod text;
 mod vector;
+mod warm;
 
 // Shorter paths to the most used pure modules.
 pub use derive::{export, extract, life, runs};
@@ -109,6 +111,7 @@ pub use index::across::{Across, BlameSession, DecisionFilter, FoundSession, Open
 pub use index::compact::CompactReport;
 pub use index::recall::{DEFAULT_RECALL_RELEVANCE, RecallOptions, count_tokens};
 pub use index::repair::RepairReport;
+pub use index::warm::{Answered, WARM_ANSWER_WAIT, WarmExit, WarmOptions};
 pub use index::{CollectionInfo, Index, Opened, Options, Skipped, collection_name, validate_name};
 pub use indexer::import::{ImportReport, import_conversations, read_conversation};
 pub use indexer::remember::{MANUAL_SESSION, MAX_REMEMBER_BYTES, Remember, RememberIn, Remembered, remember};
@@ -123,6 +126,7 @@ pub use search::{
     Recency, SearchMode, Signals,
 };
 pub use text::normalize_name;
+pub use warm::WarmStatus;
 
 /// The README's code blocks, compiled as doctests so the README stays true.
 #[doc = include_str!("../README.md")]

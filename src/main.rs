@@ -36,6 +36,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Remember(a) => cli::remember::run(&ctx, a),
         Command::Install(a) => cli::install::install(&ctx, a),
         Command::Uninstall(a) => cli::install::uninstall(&ctx, a),
+        Command::Warm(a) => cli::warm::run(&ctx, a),
         Command::Models { action } => cli::models::run(action),
     }
 }

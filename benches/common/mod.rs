@@ -27,8 +27,19 @@ pub fn convdex(data_dir: &Path, args: &[&str]) -> Run {
     convdex_with_input(data_dir, args, None)
 }
 
-/// Runs `convdex` with `data_dir` and `args`, `input` on its standard input.
+/// Runs `convdex` with `data_dir` and `args`, `input` on its standard input, without the warm
+/// helper (`CONVDEX_WARM=off`: every run is a cold process and starts no helper).
 pub fn convdex_with_input(data_dir: &Path, args: &[&str], input: Option<&str>) -> Run {
+    run(data_dir, args, input, false)
+}
+
+/// Runs `convdex` with `data_dir` and `args`, asking the warm helper when one runs (and letting
+/// a search start one).
+pub fn convdex_warm(data_dir: &Path, args: &[&str]) -> Run {
+    run(data_dir, args, None, true)
+}
+
+fn run(data_dir: &Path, args: &[&str], input: Option<&str>, warm: bool) -> Run {
     let gnu_time = Path::new("/usr/bin/time");
     let report = tempfile::NamedTempFile::new().expect("temp file");
     let mut cmd = if gnu_time.exists() {
@@ -43,6 +54,7 @@ pub fn convdex_with_input(data_dir: &Path, args: &[&str], input: Option<&str>) -
         .arg("--data-dir")
         .arg(data_dir)
         .args(args)
+        .env("CONVDEX_WARM", if warm { "on" } else { "off" })
         .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -59,16 +71,22 @@ pub fn convdex_with_input(data_dir: &Path, args: &[&str], input: Option<&str>) -
         s
     });
     let mut peak_kb = 0u64;
-    let status = loop {
-        let hwm = std::fs::read_to_string(&status_file).ok().and_then(|s| {
-            s.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        });
-        peak_kb = peak_kb.max(hwm.unwrap_or(0));
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
+    // With GNU time the peak comes from its report: wait without polling, so the wall time is
+    // not rounded up to the polling step.
+    let status = if gnu_time.exists() { Some(child.wait().expect("wait")) } else { None };
+    let status = status.unwrap_or_else(|| {
+        loop {
+            let hwm = std::fs::read_to_string(&status_file).ok().and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:")?.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            });
+            peak_kb = peak_kb.max(hwm.unwrap_or(0));
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    });
     let wall = t.elapsed();
     if gnu_time.exists() {
         let text = std::fs::read_to_string(report.path()).unwrap_or_default();

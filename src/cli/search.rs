@@ -1,7 +1,7 @@
 //! `convdex search QUERY`: every filter of [`convdex::Filter`] as a flag, one [`convdex::Query`].
 
 use clap::Args;
-use convdex::{DocKind, Filter, Query, Recency, SearchMode};
+use convdex::{Answered, DocKind, Filter, Query, Recency, SearchMode};
 
 use super::render::{color, highlight, hit_json, matched, parse_time, role, short, snippet};
 use super::{Ctx, print_json, skipped};
@@ -90,7 +90,17 @@ impl SearchArgs {
 /// Runs `convdex search`.
 pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     let index = ctx.index()?;
-    let found = index.search(a.project.as_deref(), &a.query()?)?;
+    let query = a.query()?;
+    let found = if super::warm::enabled() {
+        let (found, answered) = index.search_warm(a.project.as_deref(), &query)?;
+        // This process loaded the model because no helper runs: start one for the next search.
+        if answered == Answered::InProcess(None) && a.mode != SearchMode::Lexical {
+            super::warm::spawn(ctx);
+        }
+        found
+    } else {
+        index.search(a.project.as_deref(), &query)?
+    };
     skipped(&found.skipped);
     let hits = found.found;
     if let Some(note) = super::render::unembedded_note(&hits) {

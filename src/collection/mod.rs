@@ -145,26 +145,37 @@ pub(crate) fn acquire_lock(dir: &Path, wait: Duration) -> Result<std::fs::File> 
         .truncate(false)
         .open(&path)
         .map_err(|e| Error::io(&path, e))?;
+    let holder = |file: &mut std::fs::File| {
+        let mut holder = String::new();
+        let _ = file.rewind().and_then(|_| file.read_to_string(&mut holder));
+        holder.trim().to_string()
+    };
     let start = Instant::now();
+    let mut asked = false;
     loop {
         match file.try_lock() {
             Ok(()) => break,
-            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
             Err(std::fs::TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
-                return Err(Error::InUse {
-                    path: dir.to_path_buf(),
-                    holder: if holder.is_empty() { "unknown".into() } else { holder.into() },
-                });
+                // A warm helper keeps collections open between searches: ask it once to let
+                // go instead of waiting for it to go idle.
+                let root = dir.parent().filter(|_| !asked && crate::warm::held_by_helper(&holder(&mut file)));
+                asked = true;
+                if let Some(root) = root {
+                    crate::warm::ask_release(root);
+                } else if start.elapsed() < wait {
+                    std::thread::sleep(Duration::from_millis(50));
+                } else {
+                    let holder = holder(&mut file);
+                    return Err(Error::InUse {
+                        path: dir.to_path_buf(),
+                        holder: if holder.is_empty() { "unknown".into() } else { holder },
+                    });
+                }
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
         }
     }
-    let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| write!(file, "{}", std::process::id()));
+    let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| write!(file, "{}", crate::warm::holder_label()));
     Ok(file)
 }
 

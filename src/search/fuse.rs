@@ -39,7 +39,7 @@ pub const POOL_DEPTH: usize = 100;
 pub(crate) const BACKGROUND_SAMPLE: usize = 256;
 
 /// How hybrid search merges the semantic and the lexical signal.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Fusion {
     /// The calibrated sum (default): `z + lexical_weight · share`, where `z` is the cosine's
     /// distance above the background in standard deviations and `share` the BM25 over the
@@ -79,7 +79,7 @@ const DEFAULT_LEXICAL_WEIGHT: f32 = 3.0;
 /// than an equally scored message alone (answers span turns; a topic lives in a session).
 /// Both weights multiply a score's distance above the background (calibrated fusion) or above
 /// the weakest candidate of the pool (the other fusions).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Context {
     /// Weight of the best score in the hit's session (the hit itself included).
     pub session: f32,
@@ -103,7 +103,7 @@ impl Default for Context {
 /// is multiplied by `1 + weight · 2^(−age / half_life)`, age counted from `now`. An active
 /// decision counts as new whatever its age (it still holds); superseded and rejected
 /// decisions count as `−0.5` (they sink).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Recency {
     /// Age at which the preference halves, in days. Default: 30.
     pub half_life_days: f32,
@@ -121,7 +121,7 @@ impl Default for Recency {
 
 /// How a search orders its hits: fusion, context, recency. Default: [`Fusion::default`],
 /// [`Context::default`], no recency.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Ranking {
     /// How hybrid search merges the two signals.
     pub fusion: Fusion,
@@ -133,7 +133,7 @@ pub struct Ranking {
 
 /// Which signals matched a hit, and how: the raw values, their calibrated forms, and what
 /// context and recency added.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Signals {
     /// Cosine similarity of the best chunk, when semantic search ran.
     pub semantic: Option<f32>,

@@ -15,7 +15,7 @@ pub use plan::{Plan, PlanPath};
 pub use query::{Filter, MAX_LIMIT, MAX_QUERY_BYTES, Query, SearchMode};
 
 /// One search result.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Hit {
     /// The document (a message once, whichever of its chunks matched).
     pub doc: Document,

@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 
 /// How a text query is matched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum SearchMode {
     /// By meaning: the query's embedding against the documents' (cosine).
     Semantic,

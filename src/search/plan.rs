@@ -7,7 +7,7 @@
 use crate::search::query::SearchMode;
 
 /// Which path a search took.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PlanPath {
     /// Exact scan of exactly the candidate documents' vectors (recall 1).
     Exact,
@@ -25,7 +25,7 @@ pub enum PlanPath {
 }
 
 /// The plan a search ran with.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     /// Exact or graph (the vector side of a hybrid search), or lexical.
     pub path: PlanPath,

@@ -20,7 +20,7 @@ pub const MAX_QUERY_BYTES: usize = 8 * 1024;
 
 /// Which documents a search may return. Every field combines with the others by AND; a list
 /// field matches any of its values. Default: no restriction.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Filter {
     /// Document types.
     pub kinds: Vec<DocKind>,
@@ -131,7 +131,7 @@ impl Filter {
 }
 
 /// A search: text, filter, mode and limit. Front ends parse their input into one.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Query {
     /// What to look for (at most [`MAX_QUERY_BYTES`]).
     pub text: String,

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 fn convdex(data: &Path, args: &[&str], stdin: &str, env: &[(&str, &Path)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_convdex"));
-    cmd.args(["--data-dir", data.to_str().unwrap()]).args(args);
+    cmd.env("CONVDEX_WARM", "off").args(["--data-dir", data.to_str().unwrap()]).args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -43,7 +43,7 @@ fn layer(module: &str) -> u8 {
     match module {
         "error" | "doc" | "ids" | "vector" | "text" => 0,
         "ingest" | "derive" | "search" | "lexical::tokenize" | "setup" => 1,
-        "store" | "ann" | "lexical" | "embed" | "models" => 2,
+        "store" | "ann" | "lexical" | "embed" | "models" | "warm" => 2,
         "collection" => 3,
         "index" => 4,
         "indexer" => 5,
@@ -125,7 +125,7 @@ fn modules_use_only_what_their_layer_may() {
     assert!(broken.is_empty(), "{broken:#?}");
     // Pure modules never reach storage, indexes or the model.
     for pure in ["text", "ingest", "derive", "search", "lexical::tokenize", "setup", "doc", "ids", "vector"] {
-        for adapter in ["store", "ann", "lexical", "embed", "models", "collection", "index", "indexer"] {
+        for adapter in ["store", "ann", "lexical", "embed", "models", "warm", "collection", "index", "indexer"] {
             assert!(!uses.get(pure).is_some_and(|t| t.contains(adapter)), "{pure} uses {adapter}");
         }
     }

@@ -15,6 +15,7 @@ struct Cli {
 impl Cli {
     fn run(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_convdex"))
+            .env("CONVDEX_WARM", "off")
             .args(["--data-dir", self.data.path().to_str().unwrap()])
             .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR"))

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 
 fn hook(data: &Path, payload: &str) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_convdex"))
+        .env("CONVDEX_WARM", "off")
         .args(["--data-dir", data.to_str().unwrap(), "index", "--hook"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdin(Stdio::piped())
@@ -42,6 +43,7 @@ fn session_end_payload_indexes_the_session_and_bad_payloads_exit_zero() {
     assert_eq!((last()["ok"].as_bool(), last()["error"].is_null()), (Some(true), true), "{}", last());
     // The session is searchable afterwards.
     let search = Command::new(env!("CARGO_BIN_EXE_convdex"))
+        .env("CONVDEX_WARM", "off")
         .args(["--data-dir", data.path().to_str().unwrap(), "search", "redis sessions", "--json", "--limit", "3"])
         .current_dir(root)
         .output()
@@ -53,6 +55,7 @@ fn session_end_payload_indexes_the_session_and_bad_payloads_exit_zero() {
     // Other read commands on the same data: shapes and exit codes (0 ok, 1 error, 2 usage).
     let cli = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_convdex"))
+            .env("CONVDEX_WARM", "off")
             .args(["--data-dir", data.path().to_str().unwrap()])
             .args(args)
             .current_dir(root)

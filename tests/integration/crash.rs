@@ -43,7 +43,8 @@ fn history() -> tempfile::TempDir {
 
 fn command(data: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_convdex"));
-    c.args(["--data-dir", data.to_str().unwrap()])
+    c.env("CONVDEX_WARM", "off")
+        .args(["--data-dir", data.to_str().unwrap()])
         .args(args)
         .env("CONVDEX_CONFIG", "/nonexistent/convdex-config.json")
         .env("NO_COLOR", "1");

@@ -30,3 +30,4 @@ mod robustness;
 mod runs;
 mod snapshots_extract;
 mod tokenizer_parity;
+mod warm;

@@ -21,6 +21,7 @@ impl Cli {
 
     fn run(&self, args: &[&str]) -> Output {
         let out = Command::new(env!("CARGO_BIN_EXE_convdex"))
+            .env("CONVDEX_WARM", "off")
             .args(["--data-dir", self.data.path().to_str().unwrap()])
             .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -167,6 +168,7 @@ fn bad_arguments_are_clear_errors_that_create_nothing() {
     let file = cli.data.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_convdex"))
+        .env("CONVDEX_WARM", "off")
         .args(["--data-dir", file.to_str().unwrap(), "stats"])
         .env("CONVDEX_CONFIG", "/nonexistent")
         .output()

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 pub use claude::{encode_project_dir, project_path};
 
 /// The agent that wrote a history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub enum Agent {
     /// Anthropic Claude Code.
     #[default]
