@@ -117,9 +117,18 @@ impl Index {
     pub fn each<T>(
         &self,
         project: Option<&str>,
+        f: impl FnMut(&CollectionInfo, &Collection) -> Result<T>,
+    ) -> Result<Across<Vec<T>>> {
+        self.each_of(self.readable(project)?, f)
+    }
+
+    /// [`Index::each`] over collections already opened.
+    fn each_of<T>(
+        &self,
+        readable: Across<Vec<OpenCollection>>,
         mut f: impl FnMut(&CollectionInfo, &Collection) -> Result<T>,
     ) -> Result<Across<Vec<T>>> {
-        let Across { found, mut skipped } = self.readable(project)?;
+        let Across { found, mut skipped } = readable;
         let mut out = Vec::with_capacity(found.len());
         for (info, c) in &found {
             match c.guarded(|c| f(info, c)) {
@@ -138,6 +147,40 @@ impl Index {
     /// per model.
     pub fn search(&self, project: Option<&str>, query: &Query) -> Result<Across<Vec<ProjectHit>>> {
         query.validate()?;
+        self.search_among(|| self.readable(project), query)
+    }
+
+    /// Searches like [`Index::search`] every readable collection but `project`'s (exactly that
+    /// project: not another whose name adds a `-` suffix), ranked as one list among
+    /// themselves. An empty answer when no other project exists.
+    pub fn search_except(&self, project: &str, query: &Query) -> Result<Across<Vec<ProjectHit>>> {
+        query.validate()?;
+        let mine = crate::text::normalize_name(project);
+        let others: Vec<CollectionInfo> = self.collections()?.into_iter().filter(|i| i.project != mine).collect();
+        if others.is_empty() {
+            return Ok(Across { found: Vec::new(), skipped: Vec::new() });
+        }
+        self.search_among(
+            || {
+                let mut out = Across { found: Vec::new(), skipped: Vec::new() };
+                for info in others {
+                    match self.collection(&info.tenant, &info.project) {
+                        Ok(c) => out.found.push((info, c)),
+                        Err(error) => out.skipped.push(Skipped { info, error }),
+                    }
+                }
+                Ok(out)
+            },
+            query,
+        )
+    }
+
+    /// Embeds the query, then opens the collections (`open`) and ranks their pools as one.
+    fn search_among(
+        &self,
+        open: impl FnOnce() -> Result<Across<Vec<OpenCollection>>>,
+        query: &Query,
+    ) -> Result<Across<Vec<ProjectHit>>> {
         let mut vectors: std::collections::HashMap<String, Vec<f32>> = std::collections::HashMap::new();
         // Embed first, on this thread, before any collection opens (a model loaded amid the
         // collections' background loading measured 130 MB more peak memory); a model that
@@ -148,7 +191,7 @@ impl Index {
         {
             vectors.insert(e.model_id().to_string(), v);
         }
-        let Across { found, skipped } = self.each(project, |info, c| {
+        let Across { found, skipped } = self.each_of(open()?, |info, c| {
             let mode = c.mode_for(query, false);
             let vector = match mode {
                 SearchMode::Lexical => None,
@@ -318,5 +361,42 @@ impl Index {
             return Err(Error::NoSuchProject { project: p });
         }
         Ok(Across { found: rows, skipped })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::doc::{Document, Role};
+    use crate::embed::HashEmbedder;
+    use crate::index::{Index, Options};
+    use crate::search::Query;
+
+    #[test]
+    fn search_except_ranks_every_other_project_and_only_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(dir.path(), Options::default().embedder(Arc::new(HashEmbedder::new(64)))).unwrap();
+        for (project, n) in [("项目", 30), ("项目-ab12cd", 2), ("other", 2)] {
+            let c = index.collection("local", project).unwrap();
+            let docs: Vec<Document> = (0..n)
+                .map(|i| {
+                    Document::message("s", &format!("m{i}"), i, Role::User, &format!("redis cache eviction policy {i}"))
+                })
+                .collect();
+            c.add(&docs).unwrap();
+        }
+        let q = Query { limit: 10, ..Query::new("redis cache eviction") };
+        assert!(index.search(None, &q).unwrap().found.iter().any(|h| h.project == "项目"));
+        // All but it: the other two, the suffixed sibling included.
+        let rest = index.search_except("项目", &q).unwrap().found;
+        let mut projects: Vec<&str> = rest.iter().map(|h| h.project.as_str()).collect();
+        projects.sort();
+        projects.dedup();
+        assert_eq!(projects, ["other", "项目-ab12cd"]);
+        let only = Index::open(dir.path().join("none"), Options::default().embedder(Arc::new(HashEmbedder::new(64))));
+        let only = only.unwrap();
+        only.collection("local", "solo").unwrap().add(&[Document::message("s", "m", 0, Role::User, "redis")]).unwrap();
+        assert!(only.search_except("solo", &q).unwrap().found.is_empty());
     }
 }

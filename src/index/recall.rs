@@ -147,8 +147,8 @@ impl Index {
                 ..query
             };
             // Other projects are a bonus: one that cannot be read leaves this project's hits.
-            let elsewhere = self.search(None, &query).map(|a| a.found).unwrap_or_default();
-            for h in elsewhere.into_iter().filter(|h| h.project != info.project) {
+            let elsewhere = self.search_except(&info.project, &query).map(|a| a.found).unwrap_or_default();
+            for h in elsewhere {
                 if out.len() >= options.limit {
                     break;
                 }
