@@ -48,8 +48,12 @@ impl Default for HnswParams {
 type Graph = Hnsw<'static, f32, UnitCosine>;
 
 pub(crate) struct Ann {
-    /// `None` while a persisted graph is still being read in the background.
+    /// `None` until a persisted graph's links are read (in the background, once a search
+    /// wants to walk them or a write needs them).
     graph: Option<Graph>,
+    /// The directory of a persisted graph whose links nothing has asked for yet: an exact
+    /// scan needs only the vectors, so a search of a small collection never reads them.
+    deferred: Option<std::path::PathBuf>,
     /// The background load, when one is under way.
     loading: Option<std::sync::Mutex<std::sync::mpsc::Receiver<std::result::Result<Graph, String>>>>,
     /// Vectors added while the graph was loading, inserted once it arrives.
@@ -67,6 +71,7 @@ impl Ann {
     pub(crate) fn new(dim: usize, params: HnswParams, capacity: usize) -> Ann {
         Ann {
             graph: Some(new_graph(params, capacity)),
+            deferred: None,
             loading: None,
             pending: Vec::new(),
             params,
@@ -83,14 +88,18 @@ impl Ann {
         self.graph.is_some()
     }
 
-    /// True while a background load is under way.
+    /// True while the persisted graph's links are not in: not asked for yet, or being read.
     pub(crate) fn loading(&self) -> bool {
-        self.loading.is_some()
+        self.deferred.is_some() || self.loading.is_some()
     }
 
-    /// Takes the background-loaded graph if it has arrived (`wait`: block until it does).
-    /// A failed load falls back to building the graph from the vectors.
+    /// Starts reading deferred links in the background, then takes the graph if it has
+    /// arrived (`wait`: block until it does). A failed load falls back to building the graph
+    /// from the vectors.
     pub(crate) fn poll(&mut self, wait: bool) {
+        if let Some(dir) = self.deferred.take() {
+            self.loading = Some(std::sync::Mutex::new(persist::read_links(dir)));
+        }
         let Some(rx) = &self.loading else { return };
         let rx = rx.lock().unwrap_or_else(|e| e.into_inner());
         let got = if wait {
@@ -409,7 +418,9 @@ mod tests {
         assert_eq!(generation, 7);
         assert_eq!(loaded.points(), 300);
         assert_eq!(loaded.search_exact(&v[3], None, 0, 3), ann.search_exact(&v[3], None, 0, 3));
-        // The links arrive from the background loader. (Wait before touching the files: hnsw_rs
+        // The exact scan answered from the vectors alone: nothing has started reading the links.
+        assert!(loaded.deferred.is_some() && loaded.loading.is_none() && !loaded.graph_ready());
+        // Asked for, the links arrive from the background loader. (Wait before touching the files: hnsw_rs
         // ends the process if a file it is reading shrinks under it.)
         loaded.poll(true);
         assert!(loaded.graph_ready());

@@ -8,7 +8,7 @@ use std::path::Path;
 use hnsw_rs::prelude::{AnnT, HnswIo};
 use serde::{Deserialize, Serialize};
 
-use super::{Ann, HnswParams, UnitCosine};
+use super::{Ann, Graph, HnswParams, UnitCosine};
 use crate::error::{Error, Result};
 use crate::ids::LoadFailure;
 
@@ -136,25 +136,30 @@ impl Ann {
         let mut ann = Ann::new(dim, params, 0);
         ann.graph = None;
         ann.read_vectors(&vectors, m.points).map_err(LoadFailure::Corrupt)?;
-        // hnsw_rs's loader builds millions of small allocations (seconds at 100k vectors), so it
-        // runs in the background; until it is done the exact scan answers. hnsw_rs ties the
-        // graph's lifetime to its loader, which is a few hundred bytes and leaked once per load
-        // so the graph can be 'static.
-        let (tx, rx) = std::sync::mpsc::channel();
-        let gdir = dir.to_path_buf();
-        std::thread::spawn(move || {
-            let io: &'static HnswIo = Box::leak(Box::new(HnswIo::new(&gdir, BASENAME)));
-            let loaded = std::panic::catch_unwind(|| io.load_hnsw_with_dist::<f32, UnitCosine>(UnitCosine));
-            let _ = tx.send(match loaded {
-                Ok(Ok(g)) => Ok(g),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err("hnsw_rs rejected the files".to_string()),
-            });
-        });
-        ann.loading = Some(std::sync::Mutex::new(rx));
+        // hnsw_rs's loader builds millions of small allocations (seconds at 100k vectors), so
+        // it runs in the background, and only once a search wants to walk the graph (see
+        // `Ann::poll`); until the links are in, the exact scan answers.
+        ann.deferred = Some(dir.to_path_buf());
         ann.tombstones = m.tombstones.into_iter().collect();
         Ok((ann, m.generation))
     }
+}
+
+/// Reads a dump's graph links on a new thread; the receiver gets the graph or why not.
+/// hnsw_rs ties the graph's lifetime to its loader, which is a few hundred bytes and leaked
+/// once per load so the graph can be 'static.
+pub(super) fn read_links(dir: std::path::PathBuf) -> std::sync::mpsc::Receiver<std::result::Result<Graph, String>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let io: &'static HnswIo = Box::leak(Box::new(HnswIo::new(&dir, BASENAME)));
+        let loaded = std::panic::catch_unwind(|| io.load_hnsw_with_dist::<f32, UnitCosine>(UnitCosine));
+        let _ = tx.send(match loaded {
+            Ok(Ok(g)) => Ok(g),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("hnsw_rs rejected the files".to_string()),
+        });
+    });
+    rx
 }
 
 const VECTORS_FILE: &str = "graph.vectors";

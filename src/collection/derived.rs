@@ -17,8 +17,9 @@ use crate::store::{self, codec};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VectorIndexState {
     /// The persisted graph matched the store and was loaded as is. Its vectors are read at
-    /// once; the HNSW links are read on a background thread (seconds at 100k vectors), and
-    /// searches use the exact scan until they are in.
+    /// once; the HNSW links are read on a background thread (seconds at 100k vectors) once a
+    /// search wants to walk them or a write needs them, and searches use the exact scan until
+    /// they are in.
     Loaded,
     /// The persisted graph was older than the store; missing vectors were added and deleted
     /// ones tombstoned.

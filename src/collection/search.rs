@@ -254,19 +254,14 @@ impl Collection {
         if mode != SearchMode::Lexical {
             let q = vector.ok_or_else(|| Error::InvalidArgument("semantic search needs the query's vector".into()))?;
             let graph = self.graph()?;
-            // Take a graph that finished loading in the background since the last search.
-            if graph.read().unwrap_or_else(|e| e.into_inner()).loading() {
-                graph.write().unwrap_or_else(|e| e.into_inner()).poll(false);
-            }
-            let ann = graph.read().unwrap_or_else(|e| e.into_inner());
-            let shape = Shape {
+            let mut shape = Shape {
                 filtered: cands.is_some(),
                 candidates,
                 selectivity,
                 want,
                 exact: route.exact,
                 ef: route.ef,
-                graph_ready: ann.graph_ready(),
+                graph_ready: true,
             };
             let o = &self.options;
             let settings = Settings {
@@ -274,6 +269,15 @@ impl Collection {
                 exact_fraction: o.exact_fraction,
                 ef_search: o.hnsw.ef_search,
             };
+            // A persisted graph's links are read (in the background) only once a walk is
+            // wanted: an exact scan needs the vectors alone. Until they are in, it answers.
+            if plan::decide(shape, settings) != Route::Exact
+                && graph.read().unwrap_or_else(|e| e.into_inner()).loading()
+            {
+                graph.write().unwrap_or_else(|e| e.into_inner()).poll(false);
+            }
+            let ann = graph.read().unwrap_or_else(|e| e.into_inner());
+            shape.graph_ready = ann.graph_ready();
             let (raw, path) = vector_search(&ann, plan::decide(shape, settings), q, cands.as_ref(), candidates, want);
             plan.path = path;
             let mut seen = std::collections::HashSet::new();

@@ -455,6 +455,19 @@ impl Collection {
         }
     }
 
+    /// Readies the vector side for the searches of a long-lived process: reads the vectors
+    /// and, when an unfiltered search would walk the graph (more documents than
+    /// [`super::CollectionOptions::exact_threshold`]), starts reading its links in the
+    /// background.
+    pub(crate) fn ready_vectors(&self) {
+        let Ok(ann) = self.graph() else { return };
+        if self.len().is_ok_and(|n| n > self.options.exact_threshold)
+            && ann.read().unwrap_or_else(|e| e.into_inner()).loading()
+        {
+            ann.write().unwrap_or_else(|e| e.into_inner()).poll(false);
+        }
+    }
+
     /// Commits words staged by bulk writes and persists the graph if it changed since the last
     /// flush (also done on drop).
     pub fn flush(&self) -> Result<()> {

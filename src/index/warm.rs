@@ -311,12 +311,13 @@ fn answer(index: &Index, request: Request, shared: &Shared, held: &mut Vec<Arc<C
     }
 }
 
-/// Opens every collection it can and loads their graphs, so the next search finds them ready;
-/// a collection another process holds is left to it.
+/// Opens every collection it can and reads their vectors (and the graph links of those a
+/// search walks), so the next search finds them ready; a collection another process holds is
+/// left to it.
 fn refill(index: &Index, held: &mut Vec<Arc<Collection>>) {
     let Ok(opened) = index.open_collections(None) else { return };
     *held = opened.collections.into_iter().map(|(_, c)| c).collect();
     for c in held.iter() {
-        let _ = c.vector_index_state();
+        c.ready_vectors();
     }
 }

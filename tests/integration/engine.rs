@@ -23,7 +23,9 @@ fn filtered_recall_at_every_selectivity() {
     const SEED: u64 = 0x5EED_2026;
     println!("seed = {SEED:#x}, n = {N}");
     let dir = tempfile::tempdir().unwrap();
-    let opts = CollectionOptions::default();
+    // The default threshold scans a collection this small exactly: a lower one exercises the
+    // graph routes (unfiltered, post-filter) that larger collections take.
+    let opts = CollectionOptions { exact_threshold: 2048, ..Default::default() };
     let threshold = opts.exact_threshold;
     let fraction = opts.exact_fraction;
     let index = hash_index(dir.path(), opts);
@@ -374,4 +376,13 @@ fn graph_is_loaded_only_when_vectors_are_needed() {
     assert!(coll.vector_index_loaded());
     assert_eq!(coll.vector_index_state().unwrap(), &VectorIndexState::Loaded);
     assert_eq!(hits.first().map(|h| h.doc.session_id.as_str()), Some("a"));
+    // A collection this small is scanned exactly: its graph's links are not read until a walk
+    // is asked for, and the walk's first search is answered exactly while they load.
+    assert_eq!(hits.plan.path, PlanPath::Exact);
+    let walk = || coll.search("gamma words").mode(SearchMode::Semantic).exact(false).run().unwrap();
+    let first = walk();
+    coll.wait_for_vector_index();
+    let walked = walk();
+    assert!(matches!(walked.plan.path, PlanPath::Graph { .. }), "{:?}", walked.plan.path);
+    assert_eq!(walked.first().map(|h| h.doc.id), first.first().map(|h| h.doc.id));
 }
