@@ -13,8 +13,8 @@ use super::{Ctx, print_json, problem};
 /// histories of the projects they name).
 #[derive(Debug, Args)]
 pub struct IndexArgs {
-    /// A history root (for Claude Code also its config directory, `~/.claude`), one project
-    /// folder, or one session file, of any agent.
+    /// A history root (for Claude Code also its config directory, `~/.claude`, or a folder
+    /// holding one as `.claude/`), one project folder, or one session file, of any agent.
     pub paths: Vec<PathBuf>,
     /// Re-index every session from scratch.
     #[arg(long)]

@@ -68,10 +68,14 @@ pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
     }
     let direct = jsonl(path);
     // A Claude Code config directory (`~/.claude`, or a copy of one): its sessions are under
-    // `projects/`, next to folders (`todos/`, `plugins/`) that hold none.
-    let projects = path.join("projects");
-    if projects.is_dir() && direct.is_empty() {
-        return discover(&projects);
+    // `projects/`, next to folders (`todos/`, `plugins/`) that hold none. A folder holding
+    // one as `.claude/` (a home directory, a backup of one) counts as that directory.
+    if direct.is_empty() {
+        for projects in [path.join("projects"), path.join(".claude").join("projects")] {
+            if projects.is_dir() {
+                return discover(&projects);
+            }
+        }
     }
     let has_session_dirs =
         std::fs::read_dir(path).map(|rd| rd.flatten().any(|e| e.path().join("subagents").is_dir())).unwrap_or(false);
@@ -186,13 +190,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_config_directory_a_projects_root_and_a_project_folder_find_the_same_session() {
+    fn a_config_directory_a_projects_root_a_project_folder_and_a_home_find_the_same_session() {
         let tmp = tempfile::tempdir().unwrap();
         let config = tmp.path().join("claude-backup");
         let project = config.join("projects").join("-home-dev-acme");
         std::fs::create_dir_all(&project).unwrap();
         std::fs::create_dir_all(config.join("todos")).unwrap();
         std::fs::write(project.join("s1.jsonl"), "{}\n").unwrap();
+        // A home directory (or a backup of one) holding the config directory as `.claude/`.
+        let home = tmp.path().join("家-backup");
+        let hidden = home.join(".claude").join("projects").join("-home-dev-acme");
+        std::fs::create_dir_all(&hidden).unwrap();
+        std::fs::write(hidden.join("s1.jsonl"), "{}\n").unwrap();
+        let found = discover(&home).unwrap();
+        assert_eq!((found.len(), found[0].sessions.len(), &found[0].dir), (1, 1, &hidden));
         for path in [config.clone(), config.join("projects"), project.clone()] {
             let found = discover(&path).unwrap();
             assert_eq!(found.len(), 1, "{}", path.display());
