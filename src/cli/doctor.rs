@@ -31,6 +31,8 @@ pub struct DoctorArgs {
 pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
     let DoctorArgs { repair, history, json } = a;
     let index = ctx.index()?;
+    // Asked first: opening the collections below asks a helper that holds them to let go.
+    let warm = warm_report(&index);
     let mut rows = Vec::new();
     for info in index.collections()? {
         // No seal: the open verifies every page of the store and the lexical index's checksums,
@@ -80,6 +82,7 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
         "model": model,
         "hooks": hooks(ctx),
         "history": behind(ctx, &index, history),
+        "warm": warm,
         "data_dir": data_dir,
     });
     if json {
@@ -111,6 +114,8 @@ fn print_text(out: &serde_json::Value, repair: bool) {
     for p in behind["sessions"].as_array().into_iter().flatten().take(10) {
         println!("          {}", text(p));
     }
+    let warm = &out["warm"];
+    println!("{:<9} warm helper: {}", text(&warm["state"]), text(&warm["detail"]));
     let dir = &out["data_dir"];
     println!("{:<9} data dir {} ({:.1} MB)", "", text(&dir["path"]), dir["bytes"].as_f64().unwrap_or(0.0) / 1e6);
     if !repair && rows.iter().any(|r| r["state"] == "damaged") {
@@ -227,5 +232,28 @@ fn print_hooks(hooks: &serde_json::Value) {
     for h in hooks.as_array().into_iter().flatten() {
         let (state, detail) = (h["state"].as_str().unwrap_or_default(), h["detail"].as_str().unwrap_or_default());
         println!("{state:<9} hook {detail}");
+    }
+}
+
+/// Whether a warm helper serves this data directory, and what it holds (not a problem either
+/// way: searches run in their own process without one).
+fn warm_report(index: &convdex::Index) -> serde_json::Value {
+    match index.warm_status() {
+        Some(w) => serde_json::json!({
+            "state": "running",
+            "detail": format!(
+                "pid {}, convdex {}, model {}, {} collections open, {} searches, idle {} s (`convdex warm --stop` stops it)",
+                w.pid, w.version, w.model, w.collections, w.searches, w.idle_seconds
+            ),
+            "status": w,
+        }),
+        None if !super::warm::enabled() => serde_json::json!({
+            "state": "off",
+            "detail": format!("{} turns it off; searches load the model in their own process", super::warm::WARM_ENV),
+        }),
+        None => serde_json::json!({
+            "state": "none",
+            "detail": "not running; the next semantic or hybrid search starts one (`convdex warm` runs it in the foreground)",
+        }),
     }
 }

@@ -26,7 +26,8 @@ pub const WARM_ANSWER_WAIT: Duration = Duration::from_secs(5);
 /// Options of the warm helper ([`Index::serve_warm`]).
 #[derive(Debug, Clone)]
 pub struct WarmOptions {
-    /// Exit after this long without a request. Default: 10 minutes.
+    /// Exit after this long without a request, counted from the end of the preload (a slow
+    /// model load does not use it up). Default: 10 minutes.
     pub idle: Duration,
     /// Load the model and open every collection before the first request. Default: true.
     pub preload: bool,
@@ -65,7 +66,10 @@ pub enum WarmExit {
 struct Shared {
     /// Collections kept open between requests.
     held: Mutex<Vec<Arc<Collection>>>,
+    /// The last request's end (or the end of the preload, when it finished later).
     last: Mutex<Instant>,
+    /// Set once the preload is done: the idle clock does not run while the model loads.
+    ready: AtomicBool,
     searches: AtomicU64,
     exit: Mutex<Option<WarmExit>>,
     stopping: AtomicBool,
@@ -173,6 +177,7 @@ fn serve(index: Index, options: &WarmOptions) -> Result<WarmExit> {
     let shared = Arc::new(Shared {
         held: Mutex::new(Vec::new()),
         last: Mutex::new(Instant::now()),
+        ready: AtomicBool::new(false),
         searches: AtomicU64::new(0),
         exit: Mutex::new(None),
         stopping: AtomicBool::new(false),
@@ -211,7 +216,7 @@ fn watchdog(root: &Path, socket: &Path, shared: &Shared, options: &WarmOptions) 
         std::thread::sleep(Duration::from_millis(200));
         let asked = *lock(&shared.exit);
         let gone = !root.is_dir() || inode(socket) != socket_inode || modified(&exe) != exe_modified;
-        let idle = lock(&shared.last).elapsed() >= options.idle;
+        let idle = shared.ready.load(Ordering::SeqCst) && lock(&shared.last).elapsed() >= options.idle;
         let exit = asked.or(gone.then_some(WarmExit::Gone)).or(idle.then_some(WarmExit::Idle));
         if let Some(exit) = exit {
             let mut held = lock(&shared.held);
@@ -232,6 +237,8 @@ fn accept_loop(index: &Index, listener: &std::os::unix::net::UnixListener, share
         }
         refill(index, &mut held);
     }
+    *lock(&shared.last) = Instant::now();
+    shared.ready.store(true, Ordering::SeqCst);
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else { continue };
         let mut held = lock(&shared.held);

@@ -113,6 +113,15 @@ fn a_warm_helper_answers_as_the_process_would_and_lets_go_of_what_others_need() 
     assert_eq!(after_warm, after_cold);
     assert!(after_warm.contains("0b6f3c9a-1d2e-4f5a-8b7c-6d5e4f3a2b1c"), "{after_warm}");
     assert_eq!(status(&data).unwrap()["collections"], 1, "the helper holds the collection again");
+    // The doctor reports the helper, and checks every collection (the helper lets go of them).
+    let projects = history.path().join("projects");
+    let doctor_args: &[&str] = &["doctor", "--json", "--history", projects.to_str().unwrap()];
+    let doctor =
+        |warm: bool| -> serde_json::Value { serde_json::from_str(&ok(convdex(&data, warm, doctor_args))).unwrap() };
+    let report = doctor(true);
+    assert_eq!(report["warm"]["state"], "running", "{report}");
+    assert_eq!(report["warm"]["status"]["pid"], child.id());
+    assert!(report["collections"].as_array().unwrap().iter().all(|c| c["state"] == "ok"), "{report}");
 
     // Killed: the socket stays behind; a search steps over it, answers, and starts a helper.
     child.kill().unwrap();
@@ -130,6 +139,8 @@ fn a_warm_helper_answers_as_the_process_would_and_lets_go_of_what_others_need() 
     }
     // No helper: `--status` says so with exit 3; a lexical search does not start one.
     assert_eq!(convdex(&data, true, &["warm", "--status"]).status.code(), Some(3));
+    assert_eq!(doctor(true)["warm"]["state"], "none");
+    assert_eq!(doctor(false)["warm"]["state"], "off");
     ok(convdex(&data, true, QUERIES[2]));
     std::thread::sleep(Duration::from_millis(500));
     assert!(status(&data).is_none(), "a lexical search started a helper");
