@@ -196,7 +196,13 @@ impl Server {
             if p.recent.unwrap_or(false) {
                 query.ranking.recent = Some(convdex::Recency::default());
             }
-            let found = index.search(p.project.as_deref(), &query)?;
+            // The data dir's warm helper answers when one runs (this process then opens no
+            // collection); otherwise this long-lived process searches and keeps its model.
+            let found = if super::warm::enabled() {
+                index.search_warm(p.project.as_deref(), &query)?.0
+            } else {
+                index.search(p.project.as_deref(), &query)?
+            };
             let mut notes = notes(&found.skipped);
             let hits = found.found;
             notes.extend(super::render::unembedded_note(&hits));

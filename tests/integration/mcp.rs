@@ -1,5 +1,5 @@
 //! `convdex mcp` driven by a real MCP client (rmcp's): initialize, list tools, call `search`
-//! with filters on an indexed sample, read a session, call tools with bad arguments and get
+//! with filters on an indexed sample (again through a warm helper: the same text), read a session, call tools with bad arguments and get
 //! tool errors (the server keeps serving), then shut down cleanly (exit 0 on end of input).
 
 use std::path::Path;
@@ -58,18 +58,35 @@ fn mcp_server_answers_a_real_client() {
         assert_eq!(required, &vec![json!("query")]);
 
         // Search with filters: project, type, file, time range, mode.
-        let r = client
-            .call_tool(call(
-                "search",
-                json!({"query": "why does login fail when the token expired", "project": "acme", "type": "message",
-                       "file": "src/auth.rs", "since": "2026-10-01", "until": "2026-10-31", "mode": "hybrid", "limit": 3}),
-            ))
-            .await
-            .unwrap();
+        let filtered = json!({"query": "why does login fail when the token expired", "project": "acme", "type": "message",
+                       "file": "src/auth.rs", "since": "2026-10-01", "until": "2026-10-31", "mode": "hybrid", "limit": 3});
+        let r = client.call_tool(call("search", filtered.clone())).await.unwrap();
         let t = text(&r);
         assert_ne!(r.is_error, Some(true), "{t}");
         assert!(t.contains("acme-api") && t.contains("session 7f3c1a2e") && t.contains("src/auth.rs"), "{t}");
         assert!(t.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())).count() <= 3, "{t}");
+        // A warm helper of the data dir answers the same search with the same text.
+        let helper_cmd = |args: &[&str]| {
+            std::process::Command::new(bin).arg("--data-dir").arg(data.path()).args(args).output().unwrap()
+        };
+        let mut helper = std::process::Command::new(bin)
+            .args(["--data-dir", data.path().to_str().unwrap(), "warm", "--idle", "120"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while !helper_cmd(&["warm", "--status"]).status.success() {
+            assert!(start.elapsed() < std::time::Duration::from_secs(120), "no warm helper answered");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let again = client.call_tool(call("search", filtered.clone())).await.unwrap();
+        assert_eq!(text(&again), t);
+        let status: Value = serde_json::from_slice(&helper_cmd(&["warm", "--status", "--json"]).stdout).unwrap();
+        assert_eq!(status["searches"], 1, "the helper was asked: {status}");
+        assert_eq!(status["collections"], 1, "the helper could open the collection, so it answered: {status}");
+        assert!(helper_cmd(&["warm", "--stop"]).status.success());
+        helper.wait().unwrap();
         // A filter that excludes everything.
         let r = client.call_tool(call("search", json!({"query": "token", "since": "2099-01-01"}))).await.unwrap();
         assert_ne!(r.is_error, Some(true));
