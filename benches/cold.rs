@@ -15,6 +15,8 @@
 //! two-word queries, with ratios. The bench installs it into `target/peer` with
 //! `cargo install sessionwiki --version 0.34.21 --locked` when it is not there (never a dependency).
 //!
+//! The search part ends in process on one project: open, add one session, search, rebuild its graph.
+//!
 //! Last, the prompt hook's recall replayed in time order (`recall`: see [`recall`]).
 //!
 //! Run: `cargo bench --bench cold` (needs `make models`). `CONVDEX_BENCH_PARTS=search,hooks,peer,recall`
@@ -499,6 +501,42 @@ fn search(runs: usize) {
         );
     }
     warm(dir.path(), runs, &modes);
+    one_project(dir.path(), projects, docs / projects);
+}
+
+/// In process, on one project of the data dir: open its collection, add one session (20
+/// messages with their vectors) and flush, search once after, then rebuild its graph.
+fn one_project(dir: &std::path::Path, projects: usize, per: usize) {
+    let spec = convdex::models::Manifest::builtin().default_spec();
+    let embedder = Arc::new(AsDefault { id: spec.id.clone(), inner: HashEmbedder::new(spec.dimension) });
+    let index = Index::open(dir, Options::default().embedder(embedder)).unwrap();
+    let name = format!("project{:02}", 7 % projects);
+    let t = Instant::now();
+    let coll = index.collection("bench", &name).unwrap();
+    let open = t.elapsed();
+    let vectors = clustered_vectors(20, spec.dimension, 2, SEED ^ 0xADD);
+    let session: Vec<Document> = (0..20u64)
+        .map(|i| Document::message("added", &format!("added{i}"), i, Role::User, &common::words(i ^ 0xADD, 30)))
+        .collect();
+    let t = Instant::now();
+    coll.add_embedded(&session, &vectors).unwrap();
+    coll.flush().unwrap();
+    let add = t.elapsed();
+    let t = Instant::now();
+    let hits = coll.search_vector(vectors[0].clone()).limit(10).run().unwrap();
+    let first = t.elapsed();
+    assert_eq!(hits.iter().next().map(|h| h.doc.id), Some(session[0].id), "the added session is not found");
+    let t = Instant::now();
+    coll.rebuild_vector_index().unwrap();
+    println!();
+    println!(
+        "one project ({name}, {per} documents), in process: open {:.0} ms; add one session (20 messages) and flush {:.0} ms; first vector search after it {:.0} ms ({:?}); graph rebuild and dump {:.1} s",
+        open.as_secs_f64() * 1e3,
+        add.as_secs_f64() * 1e3,
+        first.as_secs_f64() * 1e3,
+        hits.plan.path,
+        t.elapsed().as_secs_f64()
+    );
 }
 
 /// The same searches answered by a warm helper (`convdex warm`), process start included, and

@@ -79,6 +79,8 @@ fn rules() -> &'static [Rule] {
             r("i_will_use", r"\b(?:i'?ll|i will|i'?m going to|i am going to)\s+(?:just\s+|only\s+)?(?:use|go with|stick with|stay with|scrap|drop|abandon)\b", 0.7, Active, User),
             // "We should not use global state in handlers." / "We shouldn't be committing the key."
             r("negation", r"\b(?:we|you)\s+(?:should(?:n'?t| not)|must(?:n'?t| not))\s+(?:be\s+)?\w+|\b(?:we|you)\s+(?:won'?t|will not)\s+(?:use|add|store|call|rely on|depend on)\b|\b(?:don'?t|never|avoid)\s+(?:use|using|store|storing|call|calling)\b", 0.7, Active, Anyone),
+            // "I think I prefer the natural tooltip positioning before popper.js."
+            r("prefer", r"^(?:\w+\s+){0,3}?i\s+(?:\w+\s+){0,2}?prefer\b|\band i prefer\b", 0.6, Active, User),
             // "I don't want it to auto-start; I want it launched by hand."
             r("dont_want", r"\b(?:i|we)\s+(?:really\s+|explicitly\s+)?(?:don'?t|dont|do not)\s+(?:want|need)\b", 0.6, Active, User),
             // "We can drop the export feature, it's a non-issue."
@@ -104,7 +106,7 @@ fn rules() -> &'static [Rule] {
             // "Google Analytics will be implemented." / "It will always use the staging key."
             r("will_be", r"\b(?:will|shall)\s+(?:always|never)\s+\w+|\bwill be implemented\b", 0.6, Active, User),
             // Chinese: "改用 X" (switch to X), "还用上次的 X" (keep using X), "决定…" (decided), "应该…用 X"
-            r("cjk_choice", r"(?:决定|采用|改用|就用|还用|继续用|统一用|不要用|别用|应该.{0,20}用|改为|改成|换成|替换为|统一为|默认(?:值)?为|的方针|不再使用|弃用)", 0.7, Active, Anyone),
+            r("cjk_choice", r"(?:决定|采用|改用|就用|还用|继续用|统一用|不要用|别用|应该(?:都|只|统一|还是|继续|直接|改|换)?用|应该把.{0,20}?用|改为|改成|换成|替换为|统一为|默认(?:值)?为|的方针|不再使用|弃用)", 0.7, Active, Anyone),
             // Japanese: "X にします" (we'll go with X), "X に決めました" (decided on X), "X を使うことにした"
             r("ja_choice", r"(?:にします|に決め|ことにし(?:ます|た)|で行きます|でいきます|を採用|採用方針|に統一|へ移行|に移行し|を廃止|という方針|方針[:：]|決定[:：])", 0.7, Active, Anyone),
             // Korean: "X로 변경" (change to X), "하기로 했다" (decided to), "결정:" (decision:), "X 말고 Y" (Y, not X)
@@ -161,6 +163,16 @@ fn narration(s: &str) -> bool {
     l.starts_with("let me ") || l.starts_with("i'll now ") || l.starts_with("next, ")
 }
 
+/// The assistant narrating its next step in Chinese ("让我改用另一种方法", "我将调用…", "接下来…"):
+/// a step of work, like "let me …".
+fn cjk_narration(s: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        re(r"^(?:好的?[，,]\s*|现在|那么)?(?:我来|我先|我将|我会|我现在|我要|接下来|下面)|让我(?:[^们]|$)")
+    })
+    .is_match(s.trim_start())
+}
+
 fn narrated_choice(s: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     R.get_or_init(|| re(r"(?i)\binstead\b.*\b(?:since|because|as it|so that)\b")).is_match(s)
@@ -173,7 +185,8 @@ pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
     let marked = marked_sentences(turn.text);
     // An assistant message that ends by asking something lays its list items out as options,
     // not choices.
-    let asks = turn.role == Role::Assistant && marked.iter().rev().take(3).any(|(s, _)| s.contains('?'));
+    let asks =
+        turn.role == Role::Assistant && marked.iter().rev().take(3).any(|(s, _)| s.contains('?') || s.contains('？'));
     let sents: Vec<String> = marked.iter().map(|(s, _)| s.clone()).collect();
     let mut out: Vec<Extracted> = Vec::new();
     for (i, (s, is_item)) in marked.iter().enumerate() {
@@ -181,7 +194,7 @@ pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
             continue;
         }
         let narrated = narration(s);
-        if narrated && !narrated_choice(s) {
+        if (narrated && !narrated_choice(s)) || (turn.role == Role::Assistant && cjk_narration(s)) {
             continue;
         }
         let found = rules()
@@ -399,6 +412,33 @@ mod tests {
         assert_eq!(d[0].rule, "cjk_choice");
         assert_eq!(user("このブランチ名にします。")[0].rule, "ja_choice");
         assert!(user("还用上次的配置吗？").is_empty());
+    }
+
+    #[test]
+    fn chinese_narration_and_written_out_thinking_decide_nothing() {
+        let a = |t| extract(Turn { role: Role::Assistant, text: t }, None);
+        assert!(a("让我改用另一种方法，创建一个不依赖外部库的版本。").is_empty());
+        assert!(a("我将立即调用最强的智能体，采用最稳妥的方式完成任务。").is_empty());
+        assert!(
+            a("<thinking>\n1. 项目背景：开发商把前期物业从甲公司换成乙公司\n</thinking>\n我来研究这个课题。")
+                .is_empty()
+        );
+        // "Should work now" is not "should use".
+        assert!(a("现在主空间的应用应该可以正常使用了。").is_empty());
+        assert_eq!(user("你应该把验证的工作用子agent来做。")[0].rule, "cjk_choice");
+        // Steps the assistant lists before asking which applies are options, not choices.
+        assert!(
+            a("怎么解决：\n1. 在身份管理中先改用密码认证登录\n2. 登录后再部署新密钥\n\n你看到的是哪个提示？")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_stated_preference_is_a_decision() {
+        let d = user("The page shows on the main app itself, and I prefer this setting.");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].rule, "prefer");
+        assert!(extract(Turn { role: Role::Assistant, text: "I prefer to check the logs first." }, None).is_empty());
     }
 
     #[test]

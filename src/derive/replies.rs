@@ -34,6 +34,30 @@ fn affirms(reply: &str) -> bool {
         && !reply.to_lowercase().contains(" not ")
 }
 
+/// A short reply that repeats the proposal's own words instead of saying yes ("需要我更新配置文件吗？"
+/// — "更新配置文件"; "want me to switch now?" — "switch it"): two Chinese, Japanese or Korean
+/// characters in a row, or a word of four letters or more, that the question holds too.
+fn echoes(reply: &str, question: &str) -> bool {
+    static NO: OnceLock<Regex> = OnceLock::new();
+    let r = reply.trim().trim_end_matches(['.', '!', '。', '！']);
+    if r.chars().count() > 20 || r.split_whitespace().count() > 4 || r.contains(['?', '？']) {
+        return false;
+    }
+    if NO.get_or_init(|| re(r"(?i)\b(?:no|not|don'?t|never)\b|不|别|没|안|않|아니|いいえ|ない")).is_match(r)
+    {
+        return false;
+    }
+    let q = question.to_lowercase();
+    let chars: Vec<char> = r.to_lowercase().chars().collect();
+    let cjk = |c: char| matches!(c as u32, 0x3040..=0x30FF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF);
+    let pair = chars.windows(2).any(|w| cjk(w[0]) && cjk(w[1]) && q.contains(&w.iter().collect::<String>()));
+    let word = r
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| w.chars().count() >= 4 && w.chars().all(|c| c.is_ascii_alphanumeric()) && q.contains(w));
+    pair || word
+}
+
 /// The question that ends a proposal and asks for a go ("Want me to add a keybinding for it?",
 /// "要不要我帮你加上这个？", "진행할까요?", "確認後に実行します"), without its asking words.
 fn proposal_question(proposal: &str) -> Option<(String, String)> {
@@ -47,7 +71,9 @@ fn proposal_question(proposal: &str) -> Option<(String, String)> {
         let tail = s.rsplit(['—', '–']).next().unwrap_or(s).trim_start_matches(|c: char| !c.is_alphanumeric());
         let m = ask.find(tail)?;
         let cut = if m.as_str().chars().count() <= 25 { m.end() } else { 0 };
-        let q = tail.get(cut..).unwrap_or(tail).trim().trim_end_matches(['?', '？', '.', '。']).trim().to_string();
+        let q = tail.get(cut..).unwrap_or(tail).trim().trim_end_matches(['?', '？', '.', '。']);
+        // Chinese asks with a final particle: "需要我现在切换吗".
+        let q = q.trim_end_matches(['吗', '呢', '么']).trim().to_string();
         Some((s.clone(), q))
     })
 }
@@ -59,14 +85,18 @@ fn generic(full: &str, q: &str) -> bool {
     let this = THIS.get_or_init(|| {
         re(r"(?i)\b(?:all of (?:these|this|that|them|it)|this (?:approach|plan|direction|split|structure)|these changes)\b|这个方案|这些改动|이 방향|이렇게|この方針|この方向")
     });
-    (q.split_whitespace().count() <= 3 && q.chars().count() <= 30) || this.is_match(full)
+    // Chinese, Japanese and Korean run their words together: a few characters are a verb alone
+    // ("现在切换"), more name its object too ("更新配置文件").
+    let cjk = q.chars().any(|c| matches!(c as u32, 0x3040..=0x30FF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF));
+    let short = if cjk { q.chars().count() <= 4 } else { q.split_whitespace().count() <= 3 && q.chars().count() <= 30 };
+    short || this.is_match(full)
 }
 
 /// Asking to run, ship or clean something is a step of work, not a decision about the work.
 fn only_an_operation(q: &str) -> bool {
     static OP: OnceLock<Regex> = OnceLock::new();
     OP.get_or_init(|| {
-        re(r"(?i)\b(?:push|commit|rebase|run|build|deploy|test|check|verify|continue|restart|clean ?up|delete|scp|merge|retry|start)\b|构建|提交|推送|运行|重启|删除|清理|调用|工具|继续|삭제|정리|푸시|커밋|빌드|재시작|xóa|実行")
+        re(r"(?i)\b(?:push|commit|rebase|run|build|deploy|test|check|verify|continue|restart|clean ?up|delete|scp|merge|retry|start)\b|构建|提交|推送|运行|重启|删除|清理|调用|工具|继续|检查|查看|确认|삭제|정리|푸시|커밋|빌드|재시작|xóa|実行")
     })
     .is_match(q)
 }
@@ -75,17 +105,37 @@ fn only_an_operation(q: &str) -> bool {
 /// generic question ("does this approach work for you?", "진행할까요?") takes its content from the
 /// proposal's list items or the sentences just before it.
 fn approved(reply: &str, proposal: &str) -> Option<Extracted> {
-    if !affirms(reply) {
+    let (full, q) = proposal_question(proposal)?;
+    let echoed = !affirms(reply) && echoes(reply, &q);
+    if !affirms(reply) && !echoed {
         return None;
     }
-    let (full, q) = proposal_question(proposal)?;
+    // Repeating the words of a step of work ("检查其他配置吗？" — "检查下") runs the step.
+    if echoed && only_an_operation(&q) {
+        return None;
+    }
     let generic = generic(&full, &q);
+    // What is approved is what stands right above the question: its list when the question
+    // follows one, else the sentences before it.
+    let marked = super::sentences::marked_sentences(proposal);
+    let asked_at = marked.iter().rposition(|(s, _)| *s == full).unwrap_or(marked.len());
+    let after_list = asked_at > 0 && marked.get(asked_at - 1).is_some_and(|(_, item)| *item);
     let what = if generic {
-        let items: Vec<String> = options(proposal).into_iter().map(|(_, t)| t).take(3).collect();
+        let items: Vec<String> = if after_list || !marked.iter().any(|(_, item)| *item) {
+            options(proposal).into_iter().map(|(_, t)| t).take(3).collect()
+        } else {
+            Vec::new()
+        };
         let items = if items.is_empty() {
-            let sents = sentences(proposal);
-            let mut last: Vec<String> =
-                sents.iter().rev().filter(|s| !s.contains('?') && !s.contains('？')).take(2).cloned().collect();
+            let mut last: Vec<String> = marked
+                .iter()
+                .take(asked_at)
+                .rev()
+                .map(|(s, _)| s)
+                .filter(|s| !s.contains('?') && !s.contains('？'))
+                .take(2)
+                .cloned()
+                .collect();
             last.reverse();
             last
         } else {
@@ -150,10 +200,18 @@ fn answered(reply: &str, proposal: &str) -> Option<Extracted> {
     {
         return None;
     }
-    if reply.split_whitespace().count() > 30 || reply.contains('?') {
+    if reply.split_whitespace().count() > 30 || reply.contains(['?', '？']) {
         return None;
     }
-    let question = sentences(proposal).into_iter().rev().find(|s| s.contains('?'))?;
+    let sents = sentences(proposal);
+    let at = sents.iter().rposition(|s| s.contains(['?', '？']))?;
+    let question = sents.get(at)?.clone();
+    if let Some(d) = declined_first(reply, &sents, at) {
+        return Some(d);
+    }
+    if !question.contains('?') {
+        return None;
+    }
     let q = question.to_lowercase();
     let (left, right) = q.split_once(" or ")?;
     // The alternatives are the few words either side of "or", not the whole question.
@@ -175,6 +233,43 @@ fn answered(reply: &str, proposal: &str) -> Option<Extracted> {
         summary: format!("Chose: {}", summarize(reply, 0)),
         content: format!("{} — {reply}", question.trim()),
         alternatives: Vec::new(),
+        reasoning: None,
+        confidence: 0.5,
+        status: DecisionStatus::Active,
+        rule: "answered_either_or",
+    })
+}
+
+/// "需要我帮你做安全加固吗？还是保持现状就行？" — "不用": declining the first side of an either/or
+/// question chooses the second. `at` is the question's sentence among `sents`.
+fn declined_first(reply: &str, sents: &[String], at: usize) -> Option<Extracted> {
+    static NO: OnceLock<Regex> = OnceLock::new();
+    let no = NO.get_or_init(|| {
+        re(r"(?i)^\W*(?:no|nope|nah|no thanks?|no need|不用了?|不需要|不要了?|不必|算了|没必要|아니(?:요)?|아뇨|괜찮아요?|いいえ|大丈夫です|不用谢)\W*$")
+    });
+    if !no.is_match(reply.trim()) {
+        return None;
+    }
+    let question = sents.get(at)?;
+    let lower = question.to_lowercase();
+    let trim = |t: &str| t.trim().trim_end_matches(['?', '？', '.', '。']).trim_end_matches("就行").trim().to_string();
+    let (first, second) = match lower.strip_prefix("还是").or_else(|| lower.strip_prefix("or ")) {
+        // The second side asked as its own sentence, the first just before it.
+        Some(rest) if at > 0 && sents.get(at - 1).is_some_and(|p| p.contains(['?', '？'])) => {
+            (trim(sents.get(at - 1)?), trim(rest))
+        }
+        _ => {
+            let (l, r) = lower.split_once("还是").or_else(|| lower.split_once(", or "))?;
+            (trim(l), trim(r))
+        }
+    };
+    if second.is_empty() || first.is_empty() {
+        return None;
+    }
+    Some(Extracted {
+        summary: format!("Chose: {}", summarize(&second, 0)),
+        content: format!("{} — {}", question.trim(), reply.trim()),
+        alternatives: vec![summarize(&first, 0)],
         reasoning: None,
         confidence: 0.5,
         status: DecisionStatus::Active,
@@ -330,6 +425,31 @@ mod tests {
         let plan = "Changes:\n1. Add a Serial1 pin definition\n2. Route every print through comPrint\n\n진행할까요?";
         let d = decided_by_reply("ㅇㅇ", plan).expect("approved plan");
         assert!(d.summary.contains("Serial1"), "{}", d.summary);
+    }
+
+    #[test]
+    fn a_reply_that_repeats_the_proposal_approves_it() {
+        let d = decided_by_reply("更新配置文件", "我可以帮您把默认模型设为 opus。需要我更新配置文件吗？")
+            .expect("approved");
+        assert_eq!(d.rule, "approved_proposal");
+        assert!(d.summary.contains("配置文件"), "{}", d.summary);
+        let d = decided_by_reply("立即切换", "或者我可以帮您更新配置文件，让默认模型改为opus。需要我现在切换吗？")
+            .expect("approved");
+        assert!(d.summary.contains("opus"), "{}", d.summary);
+        // Repeating a step of work runs it; a refusal approves nothing.
+        assert!(decided_by_reply("检查下", "都正常。需要我检查其他配置吗？").is_none());
+        assert!(decided_by_reply("不要切换", "需要我现在切换吗？").is_none());
+    }
+
+    #[test]
+    fn declining_the_first_side_of_an_either_or_chooses_the_second() {
+        let d = decided_by_reply("不用", "当前配置够用。需要我帮你做安全加固吗？还是保持现状就行？").expect("chose");
+        assert_eq!(d.rule, "answered_either_or");
+        assert!(d.summary.contains("保持现状"), "{}", d.summary);
+        assert!(d.alternatives.iter().any(|a| a.contains("安全加固")), "{:?}", d.alternatives);
+        let d = decided_by_reply("no", "Should I add a retry loop, or leave it as it is?").expect("chose");
+        assert!(d.summary.to_lowercase().contains("leave it"), "{}", d.summary);
+        assert!(decided_by_reply("不用", "需要我帮你做安全加固吗？").is_none());
     }
 
     #[test]

@@ -34,7 +34,8 @@ pub(super) fn re(pat: &str) -> Regex {
 
 pub(super) fn code_re() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| re(r"(?s)```.*?(```|\z)"))
+    // Code blocks, and the assistant's thinking written out in the text (it restates the task).
+    R.get_or_init(|| re(r"(?s)```.*?(```|\z)|<thinking>.*?(</thinking>|\z)"))
 }
 
 fn quoted_re() -> &'static Regex {
