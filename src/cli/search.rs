@@ -89,7 +89,12 @@ impl SearchArgs {
 
 /// Runs `convdex search`.
 pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
-    let index = ctx.index()?;
+    // This process answers one search and exits: it scans every collection's vectors exactly
+    // instead of reading graph links it would walk once (measured at 20 projects of 50,000
+    // documents: reading the links took seconds a collection, the scan milliseconds).
+    let mut options = ctx.options()?;
+    options.collection.exact_threshold = usize::MAX;
+    let index = convdex::Index::open(&ctx.dir, options)?;
     let query = a.query()?;
     let found = if super::warm::enabled() {
         let (found, answered) = index.search_warm(a.project.as_deref(), &query)?;
