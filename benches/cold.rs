@@ -21,7 +21,8 @@
 //!
 //! Run: `cargo bench --bench cold` (needs `make models`). `CONVDEX_BENCH_PARTS=search,hooks,peer,recall`
 //! picks parts; `CONVDEX_BENCH_COLD=20,100000` sets projects and documents;
-//! `CONVDEX_BENCH_RUNS=20` the runs per mode.
+//! `CONVDEX_BENCH_RUNS=20` the runs per mode; `CONVDEX_BENCH_AGAINST=path/to/convdex[,…]` times
+//! the cold searches of other builds (baselines) and this one in turns, a table per baseline.
 
 mod common;
 
@@ -474,9 +475,12 @@ fn search(runs: usize) {
     println!();
     println!("| `convdex search … --limit 10` | p50 ms | p95 ms | peak RSS MB |");
     println!("|---|---:|---:|---:|");
+    let one = format!("project{:02}", 7 % projects);
+    let one_label = format!("`--mode lexical --project {one}`");
+    let one_args = ["--mode", "lexical", "--project", one.as_str()];
     let modes: [(&str, &[&str]); 4] = [
         ("`--mode lexical`", &["--mode", "lexical"]),
-        ("`--mode lexical --project project07`", &["--mode", "lexical", "--project", "project07"]),
+        (one_label.as_str(), &one_args),
         ("`--mode semantic`", &["--mode", "semantic"]),
         ("hybrid (default)", &[]),
     ];
@@ -500,8 +504,50 @@ fn search(runs: usize) {
             common::pct_ms(wall, 0.95)
         );
     }
+    for other in std::env::var("CONVDEX_BENCH_AGAINST").unwrap_or_default().split(',').filter(|p| !p.is_empty()) {
+        against(std::path::Path::new(other), dir.path(), runs, &modes);
+    }
     warm(dir.path(), runs, &modes);
     one_project(dir.path(), projects, docs / projects);
+}
+
+/// The cold searches again, this build and another `convdex` binary taking turns on the same
+/// data dir (`CONVDEX_BENCH_AGAINST=path`), so that a change is measured against its
+/// baseline in one run.
+fn against(other: &std::path::Path, dir: &std::path::Path, runs: usize, modes: &[(&str, &[&str])]) {
+    println!();
+    println!("baseline: {}", other.display());
+    println!(
+        "| `convdex search … --limit 10`, cold, taking turns | baseline p50 / p95 ms, RSS MB | this build | p50 ratio |"
+    );
+    println!("|---|---:|---:|---:|");
+    for (label, extra) in modes {
+        let (mut walls, mut peaks) = ([Vec::new(), Vec::new()], [0f64, 0f64]);
+        for r in 0..=runs {
+            let query = common::words(SEED + 500 + r as u64, 3);
+            let mut args = vec!["search", query.as_str(), "--limit", "10"];
+            args.extend_from_slice(extra);
+            for (side, run) in
+                [common::convdex_bin(other, dir, &args), common::convdex(dir, &args)].into_iter().enumerate()
+            {
+                assert!(run.status.success(), "convdex search failed");
+                if r > 0 {
+                    walls[side].push(run.wall);
+                    peaks[side] = peaks[side].max(run.peak_mb);
+                }
+            }
+        }
+        let [a, b] = walls;
+        let (a50, b50) = (common::pct_ms(a.clone(), 0.5), common::pct_ms(b.clone(), 0.5));
+        println!(
+            "| {label} | {a50:.0} / {:.0}, {:.0} | {b50:.0} / {:.0}, {:.0} | {:.2}× |",
+            common::pct_ms(a, 0.95),
+            peaks[0],
+            common::pct_ms(b, 0.95),
+            peaks[1],
+            b50 / a50
+        );
+    }
 }
 
 /// In process, on one project of the data dir: open its collection, add one session (20
@@ -527,13 +573,21 @@ fn one_project(dir: &std::path::Path, projects: usize, per: usize) {
     let first = t.elapsed();
     assert_eq!(hits.iter().next().map(|h| h.doc.id), Some(session[0].id), "the added session is not found");
     let t = Instant::now();
+    coll.wait_for_vector_index();
+    let linked = t.elapsed();
+    let first_path = hits.plan.path;
+    let hits = coll.search_vector(vectors[1].clone()).limit(10).run().unwrap();
+    assert_eq!(hits.iter().next().map(|h| h.doc.id), Some(session[1].id), "the graph misses the added session");
+    let t = Instant::now();
     coll.rebuild_vector_index().unwrap();
     println!();
     println!(
-        "one project ({name}, {per} documents), in process: open {:.0} ms; add one session (20 messages) and flush {:.0} ms; first vector search after it {:.0} ms ({:?}); graph rebuild and dump {:.1} s",
+        "one project ({name}, {per} documents), in process: open {:.0} ms; add one session (20 messages) and flush {:.0} ms; first vector search after it {:.0} ms ({:?}); links read and the session linked {:.0} ms later ({:?}); graph rebuild and dump {:.1} s",
         open.as_secs_f64() * 1e3,
         add.as_secs_f64() * 1e3,
         first.as_secs_f64() * 1e3,
+        first_path,
+        linked.as_secs_f64() * 1e3,
         hits.plan.path,
         t.elapsed().as_secs_f64()
     );

@@ -39,15 +39,24 @@ pub fn convdex_warm(data_dir: &Path, args: &[&str]) -> Run {
     run(data_dir, args, None, true)
 }
 
+/// Runs another `convdex` binary `bin` like [`convdex`] (to compare two builds in one run).
+pub fn convdex_bin(bin: &Path, data_dir: &Path, args: &[&str]) -> Run {
+    run_bin(bin, data_dir, args, None, false)
+}
+
 fn run(data_dir: &Path, args: &[&str], input: Option<&str>, warm: bool) -> Run {
+    run_bin(Path::new(env!("CARGO_BIN_EXE_convdex")), data_dir, args, input, warm)
+}
+
+fn run_bin(bin: &Path, data_dir: &Path, args: &[&str], input: Option<&str>, warm: bool) -> Run {
     let gnu_time = Path::new("/usr/bin/time");
     let report = tempfile::NamedTempFile::new().expect("temp file");
     let mut cmd = if gnu_time.exists() {
         let mut c = Command::new(gnu_time);
-        c.args(["-f", "%M", "-o"]).arg(report.path()).arg(env!("CARGO_BIN_EXE_convdex"));
+        c.args(["-f", "%M", "-o"]).arg(report.path()).arg(bin);
         c
     } else {
-        Command::new(env!("CARGO_BIN_EXE_convdex"))
+        Command::new(bin)
     };
     let t = Instant::now();
     let mut child = cmd

@@ -47,16 +47,24 @@ impl Default for HnswParams {
 
 type Graph = Hnsw<'static, f32, UnitCosine>;
 
+/// Vectors a dump may list as not linked into the graph yet, whatever the graph's size (see
+/// [`Ann::dumps_without_links`]).
+pub(crate) const UNLINKED_MAX: usize = 4096;
+
 pub(crate) struct Ann {
     /// `None` until a persisted graph's links are read (in the background, once a search
     /// wants to walk them or a write needs them).
     graph: Option<Graph>,
-    /// The directory of a persisted graph whose links nothing has asked for yet: an exact
-    /// scan needs only the vectors, so a search of a small collection never reads them.
-    deferred: Option<std::path::PathBuf>,
+    /// A persisted graph whose links nothing has asked for yet: an exact scan needs only the
+    /// vectors, so a search of a small collection never reads them.
+    deferred: Option<persist::Links>,
     /// The background load, when one is under way.
     loading: Option<std::sync::Mutex<std::sync::mpsc::Receiver<std::result::Result<Graph, String>>>>,
-    /// Vectors added while the graph was loading, inserted once it arrives.
+    /// Set when links that could not be read were rebuilt from the vectors: the next flush
+    /// persists the rebuilt graph (see [`Ann::take_relinked`]).
+    relinked: bool,
+    /// Vectors not in the graph yet (added while its links were not read, or listed as
+    /// unlinked by the dump), inserted once it arrives.
     pending: Vec<u64>,
     params: HnswParams,
     dim: usize,
@@ -73,6 +81,7 @@ impl Ann {
             graph: Some(new_graph(params, capacity)),
             deferred: None,
             loading: None,
+            relinked: false,
             pending: Vec::new(),
             params,
             dim,
@@ -93,12 +102,31 @@ impl Ann {
         self.deferred.is_some() || self.loading.is_some()
     }
 
+    /// True when [`Ann::dump`] can write now without reading the graph's links: the graph
+    /// is in, or its links were never asked for and the vectors waiting to be linked are
+    /// still few (at most [`UNLINKED_MAX`] or an eighth of the graph). Adding a session to a
+    /// large collection then costs its own vectors, not a read of every link; whoever reads
+    /// the links next inserts the waiting vectors.
+    pub(crate) fn dumps_without_links(&self) -> bool {
+        match (&self.graph, &self.deferred) {
+            (Some(_), _) => true,
+            (None, Some(_)) => self.pending.len() <= UNLINKED_MAX.max(self.rows.len() / 8),
+            (None, None) => false,
+        }
+    }
+
+    /// True once after the persisted links turned out unreadable (damaged since the dump was
+    /// written) and the graph was rebuilt from the vectors instead: it should be dumped.
+    pub(crate) fn take_relinked(&mut self) -> bool {
+        std::mem::take(&mut self.relinked)
+    }
+
     /// Starts reading deferred links in the background, then takes the graph if it has
     /// arrived (`wait`: block until it does). A failed load falls back to building the graph
     /// from the vectors.
     pub(crate) fn poll(&mut self, wait: bool) {
-        if let Some(dir) = self.deferred.take() {
-            self.loading = Some(std::sync::Mutex::new(persist::read_links(dir)));
+        if let Some(links) = self.deferred.take() {
+            self.loading = Some(std::sync::Mutex::new(persist::read_links(links)));
         }
         let Some(rx) = &self.loading else { return };
         let rx = rx.lock().unwrap_or_else(|e| e.into_inner());
@@ -118,6 +146,7 @@ impl Ann {
             Ok(Err(_)) | Err(_) => {
                 let g = new_graph(self.params, self.row_ids.len());
                 self.pending = self.row_ids.clone();
+                self.relinked = true;
                 g
             }
         };
@@ -425,6 +454,22 @@ mod tests {
         loaded.poll(true);
         assert!(loaded.graph_ready());
         assert_eq!(loaded.search_graph(&v[3], 3, 64, None)[0].0, VectorId::new(4, 0));
+        // Flip a byte of the links, same length: the load still answers from the vectors; reading
+        // the links finds the checksum wrong before hnsw_rs sees the file, and the graph is
+        // rebuilt from the vectors instead.
+        let links = gdir.join("graph.hnsw.graph");
+        let mut bytes = std::fs::read(&links).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x55;
+        std::fs::write(&links, &bytes).unwrap();
+        let (mut flipped, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
+        assert_eq!(flipped.search_exact(&v[3], None, 0, 3), ann.search_exact(&v[3], None, 0, 3));
+        flipped.poll(true);
+        assert!(flipped.graph_ready() && flipped.pending.is_empty());
+        assert!(flipped.take_relinked() && !flipped.take_relinked(), "the rebuilt graph asks to be dumped once");
+        assert_eq!(flipped.search_graph(&v[3], 3, 64, None)[0].0, VectorId::new(4, 0));
+        bytes[mid] ^= 0x55;
+        std::fs::write(&links, &bytes).unwrap();
         // Truncate the data file: detected before hnsw_rs sees it.
         let data = gdir.join("graph.hnsw.data");
         let bytes = std::fs::read(&data).unwrap();
@@ -432,5 +477,70 @@ mod tests {
         assert!(matches!(Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0"), Err(LoadFailure::Corrupt(_))));
         std::fs::remove_dir_all(&gdir).unwrap();
         assert!(matches!(Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0"), Err(LoadFailure::Missing)));
+    }
+
+    #[test]
+    fn a_graph_never_read_is_dumped_without_its_links_and_links_the_rest_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let gdir = dir.path().join("向量 vectors");
+        let v = vecs(400, 16, 3);
+        let items = |r: std::ops::Range<usize>| -> Vec<(VectorId, &[f32])> {
+            r.map(|i| (VectorId::new(i as u64 + 1, 0), &v[i][..])).collect()
+        };
+        let mut ann = Ann::new(16, HnswParams::default(), 300);
+        ann.insert(&items(0..300));
+        ann.dump(&gdir, 1, "m1").unwrap();
+        let graph_bytes = std::fs::read(gdir.join("graph.hnsw.graph")).unwrap();
+
+        // Two rounds of writes, each dumped while the links are still unread.
+        let (mut a, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
+        a.insert(&items(300..350));
+        a.tombstone(5);
+        assert!(a.dumps_without_links());
+        a.dump(&gdir, 2, "m1").unwrap();
+        assert!(!a.graph_ready() && a.loading.is_none(), "the dump read the links");
+        let (mut b, generation) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
+        assert_eq!((generation, b.points(), b.pending.len()), (2, 350, 50));
+        b.insert(&items(350..400));
+        b.dump(&gdir, 3, "m1").unwrap();
+        assert_eq!(std::fs::read(gdir.join("graph.hnsw.graph")).unwrap(), graph_bytes, "graph files carried over");
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(gdir.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(manifest["format"], 4);
+        // The added file holds the 100 added vectors, not the 300 already in the graph.
+        let added = std::fs::metadata(gdir.join("graph.added")).unwrap().len();
+        assert_eq!(added, 20 + 100 * (8 + 16 * 4));
+
+        // Read at last: the waiting vectors are linked, the tombstone holds, and a full dump
+        // goes back to format 3.
+        let (mut c, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
+        assert_eq!(c.points(), 400);
+        c.poll(true);
+        assert!(c.graph_ready() && c.pending.is_empty());
+        for i in [2usize, 320, 399] {
+            assert_eq!(c.search_graph(&v[i], 3, 64, None)[0].0, VectorId::new(i as u64 + 1, 0), "vector {i}");
+        }
+        assert!(c.search_graph(&v[4], 3, 64, None).iter().all(|h| h.0 != VectorId::new(5, 0)));
+        c.dump(&gdir, 4, "m1").unwrap();
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(gdir.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(manifest["format"].as_u64(), Some(3));
+        assert!(!gdir.join("graph.added").exists());
+        let (d, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
+        assert!(d.pending.is_empty() && d.points() == 400);
+    }
+
+    #[test]
+    fn too_many_unlinked_vectors_make_the_dump_read_the_links() {
+        let mut ann = Ann::new(4, HnswParams::default(), 0);
+        ann.graph = None;
+        ann.deferred = Some(persist::Links::for_test());
+        ann.pending = (0..UNLINKED_MAX as u64).collect();
+        assert!(ann.dumps_without_links());
+        ann.pending.push(u64::MAX);
+        assert!(!ann.dumps_without_links());
+        ann.deferred = None;
+        ann.pending.clear();
+        assert!(!ann.dumps_without_links(), "a graph being read must arrive first");
     }
 }

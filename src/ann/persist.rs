@@ -1,7 +1,15 @@
 //! Persisting the graph: [`Ann::dump`] writes it into a fresh directory with a manifest (format
 //! version, store generation, file sizes and xxh3 checksums) and swaps it in place of the old
-//! one; [`Ann::load`] verifies the manifest before hnsw_rs, whose loader asserts (panics) on
-//! malformed input, reads anything, and loads the links on a background thread.
+//! one; [`Ann::load`] reads and verifies the vectors, and leaves the links for later: they are
+//! verified and read on a background thread (hnsw_rs's loader asserts, or ends the process, on
+//! malformed input, so it never reads an unverified file) once a search wants to walk them.
+//!
+//! Files: `graph.hnsw.graph` and `graph.hnsw.data` (hnsw_rs's dump), `graph.vectors` (the
+//! vectors the graph holds, in arena order) and, in format 4, `graph.added`: vectors added
+//! since the graph files were written, same layout, not linked into the graph yet. A write to a
+//! collection whose links were never read writes only `graph.added` and carries the other
+//! three over (hard-linked, or copied), so adding a session costs its own vectors, not a read
+//! and a rewrite of every link and vector.
 
 use std::path::Path;
 
@@ -12,8 +20,37 @@ use super::{Ann, Graph, HnswParams, UnitCosine};
 use crate::error::{Error, Result};
 use crate::ids::LoadFailure;
 
+/// The graph and every vector it holds.
 const DUMP_FORMAT: u32 = 3;
+/// Format 3 plus `graph.added`. A version that knows only format 3 rebuilds such a dump rather
+/// than miss the added vectors.
+const DUMP_FORMAT_ADDED: u32 = 4;
 const BASENAME: &str = "graph";
+const GRAPH_FILES: [&str; 2] = ["graph.hnsw.graph", "graph.hnsw.data"];
+const VECTORS_FILE: &str = "graph.vectors";
+const ADDED_FILE: &str = "graph.added";
+const VECTORS_MAGIC: &[u8; 8] = b"CVXVEC01";
+
+/// A manifest entry: file name, length, xxh3.
+type FileEntry = (String, u64, u64);
+
+/// A persisted graph whose links are not read yet: its directory, the manifest entries of the
+/// graph files and of `graph.vectors` (carried over unchanged by a dump written before the
+/// links are read), and how many arena rows `graph.vectors` holds (the rows after them are the
+/// added ones).
+#[derive(Debug)]
+pub(crate) struct Links {
+    dir: std::path::PathBuf,
+    files: Vec<FileEntry>,
+    base_rows: usize,
+}
+
+#[cfg(test)]
+impl Links {
+    pub(crate) fn for_test() -> Links {
+        Links { dir: std::path::PathBuf::new(), files: Vec::new(), base_rows: 0 }
+    }
+}
 
 #[derive(Debug, Serialize, Deserialize)]
 struct DumpManifest {
@@ -21,7 +58,7 @@ struct DumpManifest {
     generation: u64,
     dim: usize,
     points: usize,
-    files: Vec<(String, u64, u64)>, // name, length, xxh3
+    files: Vec<FileEntry>,
     /// Deleted documents whose vectors are still in the graph.
     tombstones: Vec<u64>,
     /// Id of the model whose vectors these are (empty in dumps written before models could
@@ -31,36 +68,55 @@ struct DumpManifest {
 }
 
 impl Ann {
-    /// Writes the graph to `dir` atomically (a fresh directory swapped into place). The caller
-    /// first finishes a background load (`poll(true)`).
+    /// Writes the graph to `dir` atomically (a fresh directory swapped into place). A graph
+    /// whose links were never read is written without reading them (format 4: the graph files
+    /// and `graph.vectors` carried over, the vectors added since in `graph.added`). A graph
+    /// being read in the background must arrive first (`poll(true)`).
     pub(crate) fn dump(&self, dir: &Path, generation: u64, model: &str) -> Result<()> {
-        let Some(graph) = self.graph.as_ref() else {
+        if self.graph.is_none() && self.deferred.is_none() {
             return Err(Error::InvalidArgument("graph still loading; poll(true) before dump".into()));
-        };
+        }
         let parent = dir.parent().unwrap_or(Path::new("."));
         let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("vectors");
         let tmp = parent.join(format!("{name}.tmp"));
         let old = parent.join(format!("{name}.old"));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        if self.rows.is_empty() {
-            // hnsw_rs cannot dump an empty graph; an empty manifest stands for it.
-        } else {
-            graph.file_dump(&tmp, BASENAME).map_err(|e| Error::io(&tmp, std::io::Error::other(e.to_string())))?;
-        }
-        write_synced(&tmp.join(VECTORS_FILE), &self.vectors_bytes())?;
         let mut files = Vec::new();
-        for suffix in ["hnsw.graph", "hnsw.data", "vectors"] {
-            let f = tmp.join(format!("{BASENAME}.{suffix}"));
-            if f.exists() && !self.rows.is_empty() {
-                let bytes = std::fs::read(&f).map_err(|e| Error::io(&f, e))?;
-                files.push((format!("{BASENAME}.{suffix}"), bytes.len() as u64, xxhash_rust::xxh3::xxh3_64(&bytes)));
+        let mut format = DUMP_FORMAT;
+        // hnsw_rs cannot dump an empty graph; an empty manifest stands for it.
+        if !self.rows.is_empty() {
+            match (&self.graph, &self.deferred) {
+                (Some(graph), _) => {
+                    graph
+                        .file_dump(&tmp, BASENAME)
+                        .map_err(|e| Error::io(&tmp, std::io::Error::other(e.to_string())))?;
+                    for f in GRAPH_FILES {
+                        let path = tmp.join(f);
+                        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+                        files.push((f.to_string(), bytes.len() as u64, xxhash_rust::xxh3::xxh3_64(&bytes)));
+                    }
+                    files.push(write_vectors(&tmp, VECTORS_FILE, self.dim, &self.row_ids, &self.arena)?);
+                }
+                (None, Some(links)) => {
+                    for entry in &links.files {
+                        link_or_copy(&links.dir.join(&entry.0), &tmp.join(&entry.0))?;
+                        files.push(entry.clone());
+                    }
+                    let base = links.base_rows;
+                    if base < self.row_ids.len() {
+                        let arena = &self.arena[base * self.dim..];
+                        files.push(write_vectors(&tmp, ADDED_FILE, self.dim, &self.row_ids[base..], arena)?);
+                        format = DUMP_FORMAT_ADDED;
+                    }
+                }
+                (None, None) => unreachable!("checked above"),
             }
         }
         let mut tombstones: Vec<u64> = self.tombstones.iter().copied().collect();
         tombstones.sort_unstable();
         let manifest = DumpManifest {
-            format: DUMP_FORMAT,
+            format,
             generation,
             dim: self.dim,
             points: self.rows.len(),
@@ -85,8 +141,10 @@ impl Ann {
     }
 
     /// Loads a graph written by [`Ann::dump`] from the vectors of model `model`; returns it
-    /// with the generation it reflects. A dump of another model's vectors is refused
-    /// ([`LoadFailure::Corrupt`]); `unnamed_is` is the model a dump that names none holds.
+    /// with the generation it reflects. Reads and verifies the vectors now; the graph files
+    /// are only checked for presence and length (their checksums are verified when the links
+    /// are read). A dump of another model's vectors is refused ([`LoadFailure::Corrupt`]);
+    /// `unnamed_is` is the model a dump that names none holds.
     pub(crate) fn load(
         dir: &Path,
         dim: usize,
@@ -102,8 +160,11 @@ impl Ann {
         };
         let m: DumpManifest =
             serde_json::from_slice(&bytes).map_err(|e| LoadFailure::Corrupt(format!("manifest: {e}")))?;
-        if m.format != DUMP_FORMAT {
-            return Err(LoadFailure::Corrupt(format!("dump format {} (expected {DUMP_FORMAT})", m.format)));
+        if m.format != DUMP_FORMAT && m.format != DUMP_FORMAT_ADDED {
+            return Err(LoadFailure::Corrupt(format!(
+                "dump format {} (expected {DUMP_FORMAT} or {DUMP_FORMAT_ADDED})",
+                m.format
+            )));
         }
         if m.dim != dim {
             return Err(LoadFailure::Corrupt(format!("dump has {} dims, collection {dim}", m.dim)));
@@ -115,43 +176,92 @@ impl Ann {
         if m.points == 0 {
             return Ok((Ann::new(dim, params, 0), m.generation));
         }
-        if m.files.len() != 3 {
-            return Err(LoadFailure::Corrupt("graph files missing from manifest".into()));
+        let names: Vec<&str> = m.files.iter().map(|f| f.0.as_str()).collect();
+        let mut expected = vec![GRAPH_FILES[0], GRAPH_FILES[1], VECTORS_FILE];
+        if m.format == DUMP_FORMAT_ADDED {
+            expected.push(ADDED_FILE);
         }
-        let mut vectors = Vec::new();
-        for (name, len, hash) in &m.files {
-            let p = dir.join(name);
-            let data = match std::fs::read(&p) {
-                Ok(d) => d,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadFailure::Missing),
-                Err(e) => return Err(LoadFailure::Corrupt(format!("{name}: {e}"))),
-            };
-            if data.len() as u64 != *len || xxhash_rust::xxh3::xxh3_64(&data) != *hash {
-                return Err(LoadFailure::Corrupt(format!("{name}: size or checksum differs from manifest")));
-            }
-            if name == VECTORS_FILE {
-                vectors = data;
-            }
+        if names != expected {
+            return Err(LoadFailure::Corrupt(format!("manifest lists {names:?}, expected {expected:?}")));
         }
         let mut ann = Ann::new(dim, params, 0);
         ann.graph = None;
-        ann.read_vectors(&vectors, m.points).map_err(LoadFailure::Corrupt)?;
-        // hnsw_rs's loader builds millions of small allocations (seconds at 100k vectors), so
-        // it runs in the background, and only once a search wants to walk the graph (see
-        // `Ann::poll`); until the links are in, the exact scan answers.
-        ann.deferred = Some(dir.to_path_buf());
+        let (mut graph_files, mut base_rows) = (Vec::new(), 0);
+        for entry in &m.files {
+            let (name, len, _) = entry;
+            let path = dir.join(name);
+            if GRAPH_FILES.contains(&name.as_str()) {
+                // Present and whole; the checksum waits until the links are read.
+                match std::fs::metadata(&path) {
+                    Ok(meta) if meta.len() == *len => {}
+                    Ok(_) => return Err(LoadFailure::Corrupt(format!("{name}: size differs from manifest"))),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadFailure::Missing),
+                    Err(e) => return Err(LoadFailure::Corrupt(format!("{name}: {e}"))),
+                }
+                graph_files.push(entry.clone());
+                continue;
+            }
+            let data = read_verified(&path, entry).map_err(|why| match why {
+                None => LoadFailure::Missing,
+                Some(why) => LoadFailure::Corrupt(why),
+            })?;
+            ann.read_vectors(&data).map_err(|why| LoadFailure::Corrupt(format!("{name}: {why}")))?;
+            if name == VECTORS_FILE {
+                base_rows = ann.row_ids.len();
+                graph_files.push(entry.clone());
+            }
+        }
+        if ann.rows.len() != m.points || ann.rows.len() != ann.row_ids.len() {
+            return Err(LoadFailure::Corrupt(format!("{} vectors, manifest says {}", ann.rows.len(), m.points)));
+        }
+        // The added vectors wait to be linked into the graph. hnsw_rs's loader builds
+        // millions of small allocations (seconds at 100k vectors), so it runs in the
+        // background, and only once a search wants to walk the graph (see `Ann::poll`); until
+        // the links are in, the exact scan answers.
+        ann.pending = ann.row_ids[base_rows..].to_vec();
+        ann.deferred = Some(Links { dir: dir.to_path_buf(), files: graph_files, base_rows });
         ann.tombstones = m.tombstones.into_iter().collect();
         Ok((ann, m.generation))
     }
+
+    /// Appends the rows of a vectors file (magic, dim u32 LE, count u64 LE, the ids u64 LE,
+    /// then the vectors f32 LE) to the arena.
+    fn read_vectors(&mut self, b: &[u8]) -> std::result::Result<(), String> {
+        let header = 8 + 4 + 8;
+        if b.len() < header || &b[..8] != VECTORS_MAGIC {
+            return Err("bad header".into());
+        }
+        let dim = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")) as usize;
+        let n = u64::from_le_bytes(b[12..20].try_into().expect("8 bytes")) as usize;
+        if dim != self.dim || Some(b.len()) != n.checked_mul(8 + dim * 4).and_then(|x| x.checked_add(header)) {
+            return Err("size differs from its header".into());
+        }
+        let (ids, data) = b[header..].split_at(n * 8);
+        for c in ids.chunks_exact(8) {
+            let id = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            if self.rows.insert(id, self.row_ids.len() as u32).is_some() {
+                return Err(format!("vector {id} appears twice"));
+            }
+            self.row_ids.push(id);
+        }
+        self.arena.extend(data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))));
+        Ok(())
+    }
 }
 
-/// Reads a dump's graph links on a new thread; the receiver gets the graph or why not.
-/// hnsw_rs ties the graph's lifetime to its loader, which is a few hundred bytes and leaked
-/// once per load so the graph can be 'static.
-pub(super) fn read_links(dir: std::path::PathBuf) -> std::sync::mpsc::Receiver<std::result::Result<Graph, String>> {
+/// Verifies a dump's graph files, then reads its links, on a new thread; the receiver gets the
+/// graph or why not. hnsw_rs ties the graph's lifetime to its loader, which is a few hundred
+/// bytes and leaked once per load so the graph can be 'static.
+pub(super) fn read_links(links: Links) -> std::sync::mpsc::Receiver<std::result::Result<Graph, String>> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let io: &'static HnswIo = Box::leak(Box::new(HnswIo::new(&dir, BASENAME)));
+        for entry in links.files.iter().filter(|f| GRAPH_FILES.contains(&f.0.as_str())) {
+            if let Err(why) = read_verified(&links.dir.join(&entry.0), entry) {
+                let _ = tx.send(Err(why.unwrap_or_else(|| format!("{} is missing", entry.0))));
+                return;
+            }
+        }
+        let io: &'static HnswIo = Box::leak(Box::new(HnswIo::new(&links.dir, BASENAME)));
         let loaded = std::panic::catch_unwind(|| io.load_hnsw_with_dist::<f32, UnitCosine>(UnitCosine));
         let _ = tx.send(match loaded {
             Ok(Ok(g)) => Ok(g),
@@ -162,42 +272,43 @@ pub(super) fn read_links(dir: std::path::PathBuf) -> std::sync::mpsc::Receiver<s
     rx
 }
 
-const VECTORS_FILE: &str = "graph.vectors";
-const VECTORS_MAGIC: &[u8; 8] = b"CVXVEC01";
-
-impl Ann {
-    /// `graph.vectors`: magic, dim (u32 LE), count (u64 LE), ids (u64 LE each), then the
-    /// vectors (f32 LE), in arena order. Read back in one pass on open.
-    fn vectors_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(20 + self.row_ids.len() * (8 + 4 * self.dim));
-        out.extend_from_slice(VECTORS_MAGIC);
-        out.extend_from_slice(&(self.dim as u32).to_le_bytes());
-        out.extend_from_slice(&(self.row_ids.len() as u64).to_le_bytes());
-        for id in &self.row_ids {
-            out.extend_from_slice(&id.to_le_bytes());
-        }
-        for x in &self.arena {
-            out.extend_from_slice(&x.to_le_bytes());
-        }
-        out
+/// A file's bytes when its length and xxh3 match its manifest entry; `Err(None)` when it is
+/// missing, `Err(Some(why))` otherwise.
+fn read_verified(path: &Path, (name, len, hash): &FileEntry) -> std::result::Result<Vec<u8>, Option<String>> {
+    let data = match std::fs::read(path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(None),
+        Err(e) => return Err(Some(format!("{name}: {e}"))),
+    };
+    if data.len() as u64 != *len || xxhash_rust::xxh3::xxh3_64(&data) != *hash {
+        return Err(Some(format!("{name}: size or checksum differs from manifest")));
     }
+    Ok(data)
+}
 
-    fn read_vectors(&mut self, b: &[u8], points: usize) -> std::result::Result<(), String> {
-        let header = 8 + 4 + 8;
-        if b.len() < header || &b[..8] != VECTORS_MAGIC {
-            return Err("vectors file: bad header".into());
-        }
-        let dim = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")) as usize;
-        let n = u64::from_le_bytes(b[12..20].try_into().expect("8 bytes")) as usize;
-        if dim != self.dim || n != points || b.len() != header + n * 8 + n * dim * 4 {
-            return Err("vectors file: size differs from manifest".into());
-        }
-        let (ids, data) = b[header..].split_at(n * 8);
-        self.row_ids = ids.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
-        self.arena = data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
-        self.rows = self.row_ids.iter().enumerate().map(|(r, id)| (*id, r as u32)).collect();
-        Ok(())
+/// Writes `ids` and their rows of `arena` as a vectors file in `dir`; returns its manifest
+/// entry.
+fn write_vectors(dir: &Path, name: &str, dim: usize, ids: &[u64], arena: &[f32]) -> Result<FileEntry> {
+    let mut out = Vec::with_capacity(20 + ids.len() * (8 + 4 * dim));
+    out.extend_from_slice(VECTORS_MAGIC);
+    out.extend_from_slice(&(dim as u32).to_le_bytes());
+    out.extend_from_slice(&(ids.len() as u64).to_le_bytes());
+    for id in ids {
+        out.extend_from_slice(&id.to_le_bytes());
     }
+    for x in arena {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    write_synced(&dir.join(name), &out)?;
+    Ok((name.to_string(), out.len() as u64, xxhash_rust::xxh3::xxh3_64(&out)))
+}
+
+/// Hard-links `from` as `to` (same file system: no bytes copied), or copies it.
+fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+    if std::fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(from, to).map(|_| ()).map_err(|e| Error::io(from, e))
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -472,12 +472,13 @@ impl Collection {
     /// flush (also done on drop).
     pub fn flush(&self) -> Result<()> {
         self.commit_staged_words()?;
-        if !self.dirty.swap(false, Ordering::SeqCst) {
+        let relinked = self.ann.write().unwrap_or_else(|e| e.into_inner()).take_relinked();
+        if !self.dirty.swap(false, Ordering::SeqCst) && !relinked {
             return Ok(());
         }
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let generation = meta::read_generation(&self.db)?;
-        if self.ann.read().unwrap_or_else(|e| e.into_inner()).loading() {
+        if !self.ann.read().unwrap_or_else(|e| e.into_inner()).dumps_without_links() {
             self.ann.write().unwrap_or_else(|e| e.into_inner()).poll(true);
         }
         let ann = self.ann.read().unwrap_or_else(|e| e.into_inner());

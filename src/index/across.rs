@@ -175,23 +175,42 @@ impl Index {
         )
     }
 
-    /// Embeds the query, then opens the collections (`open`) and ranks their pools as one.
+    /// Embeds the query while the collections open (`open`), then ranks their pools as one.
     fn search_among(
         &self,
-        open: impl FnOnce() -> Result<Across<Vec<OpenCollection>>>,
+        open: impl FnOnce() -> Result<Across<Vec<OpenCollection>>> + Send,
         query: &Query,
     ) -> Result<Across<Vec<ProjectHit>>> {
         let mut vectors: std::collections::HashMap<String, Vec<f32>> = std::collections::HashMap::new();
-        // Embed first, on this thread, before any collection opens (a model loaded amid the
-        // collections' background loading measured 130 MB more peak memory); a model that
-        // cannot load is reported when the first collection asks for the vector.
-        if query.mode != Some(SearchMode::Lexical)
-            && let Ok(e) = self.embedder()
-            && let Ok(v) = e.embed_query(&query.text)
-        {
-            vectors.insert(e.model_id().to_string(), v);
-        }
-        let Across { found, skipped } = self.each_of(open()?, |info, c| {
+        let embed = |vectors: &mut std::collections::HashMap<String, Vec<f32>>| {
+            // A model that cannot load is reported when the first collection asks for the
+            // vector.
+            if let Ok(e) = self.embedder()
+                && let Ok(v) = e.embed_query(&query.text)
+            {
+                vectors.insert(e.model_id().to_string(), v);
+            }
+        };
+        let opened = if query.mode == Some(SearchMode::Lexical) {
+            open()?
+        } else {
+            // Loading the model and reading the collections' vectors do not wait on each
+            // other: the collections open, and read their vectors, on a second thread while
+            // this one loads the model and embeds the query. (Vectors only: the graph's links
+            // are read later, and only by a search that walks them.)
+            std::thread::scope(|s| {
+                let reader = s.spawn(|| {
+                    let opened = open()?;
+                    for (_, c) in &opened.found {
+                        let _ = c.guarded(|c| c.graph().map(|_| ()));
+                    }
+                    Ok::<_, Error>(opened)
+                });
+                embed(&mut vectors);
+                reader.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+            })?
+        };
+        let Across { found, skipped } = self.each_of(opened, |info, c| {
             let mode = c.mode_for(query, false);
             let vector = match mode {
                 SearchMode::Lexical => None,

@@ -139,6 +139,55 @@ fn persistence_reload_and_rebuild() {
     }
 }
 
+/// Adding to a collection whose graph links were never read does not read them: the dump
+/// carries the graph files over and writes the new vectors apart (`graph.added`); they are
+/// found at once by the exact scan, and by the graph once a reader links them. Losing the
+/// added file means a rebuild, never a lost vector.
+#[test]
+fn writes_do_not_read_graph_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = CollectionOptions { exact_threshold: 0, ..Default::default() };
+    let vectors = clustered_vectors(3020, 384, 60, 11);
+    let (old_v, new_v) = vectors.split_at(3000);
+    let old: Vec<_> = (0..3000u64).map(|i| doc("舊", i, &format!("d{i}"), &[], i as i64)).collect();
+    let new: Vec<_> = (0..20u64).map(|i| doc("新しい", i, &format!("n{i}"), &[], 5000 + i as i64)).collect();
+    let vdir = dir.path().join("t_p_conversations").join("vectors");
+    {
+        let index = hash_index(dir.path(), opts.clone());
+        index.collection("t", "p").unwrap().add_embedded(&old, old_v).unwrap();
+    }
+    let links = std::fs::read(vdir.join("graph.hnsw.graph")).unwrap();
+    let top = |coll: &convdex::Collection, i: usize| {
+        let hits = coll.search_vector(new_v[i].clone()).limit(3).ef(400).run().unwrap();
+        (hits.iter().next().map(|h| h.doc.id), hits.plan.path)
+    };
+    {
+        let index = hash_index(dir.path(), opts.clone());
+        let coll = index.collection("t", "p").unwrap();
+        coll.add_embedded(&new, new_v).unwrap();
+        coll.flush().unwrap();
+        assert_eq!(std::fs::read(vdir.join("graph.hnsw.graph")).unwrap(), links, "links rewritten");
+        let added = std::fs::metadata(vdir.join("graph.added")).unwrap().len();
+        assert_eq!(added, 20 + 20 * (8 + 384 * 4), "only the new vectors are written");
+        assert_eq!(top(&coll, 3), (Some(new[3].id), PlanPath::Exact), "the exact scan answers while links load");
+    }
+    {
+        let index = hash_index(dir.path(), opts.clone());
+        let coll = index.collection("t", "p").unwrap();
+        assert_eq!(coll.vector_index_state().unwrap(), &VectorIndexState::Loaded);
+        coll.wait_for_vector_index();
+        let (id, path) = top(&coll, 7);
+        assert_eq!(id, Some(new[7].id));
+        assert!(matches!(path, PlanPath::Graph { .. }), "{path:?}");
+    }
+    std::fs::remove_file(vdir.join("graph.added")).unwrap();
+    let index = hash_index(dir.path(), opts);
+    let coll = index.collection("t", "p").unwrap();
+    assert_eq!(coll.vector_index_state().unwrap(), &VectorIndexState::Rebuilt(RebuildReason::Missing));
+    assert_eq!(coll.len().unwrap(), 3020);
+    assert_eq!(top(&coll, 11).0, Some(new[11].id));
+}
+
 /// A graph older than the store (a crash between commit and dump) is caught up on open.
 #[test]
 fn stale_graph_is_caught_up() {
