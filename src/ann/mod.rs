@@ -115,6 +115,12 @@ impl Ann {
         }
     }
 
+    /// Why the persisted links, not read yet, fail their checksums (`None` when they pass or
+    /// are already read).
+    pub(crate) fn verify_links(&self) -> Option<String> {
+        self.deferred.as_ref().and_then(persist::verify_links)
+    }
+
     /// True once after the persisted links turned out unreadable (damaged since the dump was
     /// written) and the graph was rebuilt from the vectors instead: it should be dumped.
     pub(crate) fn take_relinked(&mut self) -> bool {
@@ -445,6 +451,7 @@ mod tests {
         assert!(matches!(other, Err(LoadFailure::Corrupt(why)) if why.contains("model")), "another model's vectors");
         let (mut loaded, generation) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
         assert_eq!(generation, 7);
+        assert_eq!(loaded.verify_links(), None);
         assert_eq!(loaded.points(), 300);
         assert_eq!(loaded.search_exact(&v[3], None, 0, 3), ann.search_exact(&v[3], None, 0, 3));
         // The exact scan answered from the vectors alone: nothing has started reading the links.
@@ -462,7 +469,9 @@ mod tests {
         let mid = bytes.len() / 2;
         bytes[mid] ^= 0x55;
         std::fs::write(&links, &bytes).unwrap();
+        assert_eq!(loaded.verify_links(), None, "links already read");
         let (mut flipped, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
+        assert!(flipped.verify_links().is_some_and(|why| why.contains("graph.hnsw.graph")));
         assert_eq!(flipped.search_exact(&v[3], None, 0, 3), ann.search_exact(&v[3], None, 0, 3));
         flipped.poll(true);
         assert!(flipped.graph_ready() && flipped.pending.is_empty());

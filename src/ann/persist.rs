@@ -255,11 +255,9 @@ impl Ann {
 pub(super) fn read_links(links: Links) -> std::sync::mpsc::Receiver<std::result::Result<Graph, String>> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for entry in links.files.iter().filter(|f| GRAPH_FILES.contains(&f.0.as_str())) {
-            if let Err(why) = read_verified(&links.dir.join(&entry.0), entry) {
-                let _ = tx.send(Err(why.unwrap_or_else(|| format!("{} is missing", entry.0))));
-                return;
-            }
+        if let Some(why) = verify_links(&links) {
+            let _ = tx.send(Err(why));
+            return;
         }
         let io: &'static HnswIo = Box::leak(Box::new(HnswIo::new(&links.dir, BASENAME)));
         let loaded = std::panic::catch_unwind(|| io.load_hnsw_with_dist::<f32, UnitCosine>(UnitCosine));
@@ -270,6 +268,15 @@ pub(super) fn read_links(links: Links) -> std::sync::mpsc::Receiver<std::result:
         });
     });
     rx
+}
+
+/// Why the graph files of `links` do not match their manifest entries, if they do not.
+pub(super) fn verify_links(links: &Links) -> Option<String> {
+    links.files.iter().filter(|f| GRAPH_FILES.contains(&f.0.as_str())).find_map(|entry| {
+        read_verified(&links.dir.join(&entry.0), entry)
+            .err()
+            .map(|why| why.unwrap_or_else(|| format!("{} is missing", entry.0)))
+    })
 }
 
 /// A file's bytes when its length and xxh3 match its manifest entry; `Err(None)` when it is

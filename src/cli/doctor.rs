@@ -179,6 +179,9 @@ fn notes(c: &convdex::Collection) -> String {
             convdex::VectorIndexState::Loaded
         }
     };
+    if let Ok(Some(why)) = c.verify_graph_links() {
+        notes.push(format!("graph links damaged ({why}); they are rebuilt from the vectors when next read"));
+    }
     for (what, s) in [("graph", &graph), ("lexical index", c.lexical_index_state())] {
         if let convdex::VectorIndexState::Rebuilt(r) = s
             && *r != convdex::RebuildReason::Missing

@@ -371,6 +371,14 @@ impl Collection {
         self.opened.get().ok_or_else(|| Error::InvalidArgument("the vector index is not loaded".into()))
     }
 
+    /// Verifies the checksums of the graph's links when they are not read yet (an open
+    /// verifies the vectors only, and the links are verified when a search first walks
+    /// them). `Ok(None)`: whole, or already read; `Ok(Some(why))`: damaged, and rebuilt from the
+    /// vectors when next read. Reads every graph file; `convdex doctor` calls it.
+    pub fn verify_graph_links(&self) -> Result<Option<String>> {
+        Ok(self.graph()?.read().unwrap_or_else(|e| e.into_inner()).verify_links())
+    }
+
     /// Whether the graph has been loaded (by a search that needed vectors, a write, or
     /// [`Collection::vector_index_state`]).
     pub fn vector_index_loaded(&self) -> bool {

@@ -188,6 +188,43 @@ fn writes_do_not_read_graph_links() {
     assert_eq!(top(&coll, 11).0, Some(new[11].id));
 }
 
+/// Links damaged without changing length pass the open (it verifies the vectors only):
+/// `verify_graph_links` finds them, the first walk rebuilds them from the vectors with the
+/// same answers, and the rebuilt graph is persisted, so the next open finds them whole.
+#[test]
+fn damaged_links_are_found_rebuilt_and_persisted() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = CollectionOptions { exact_threshold: 0, ..Default::default() };
+    let vectors = clustered_vectors(2010, 384, 40, 13);
+    let (docs_v, queries) = vectors.split_at(2000);
+    let docs: Vec<_> = (0..2000u64).map(|i| doc("損傷", i, &format!("d{i}"), &[], i as i64)).collect();
+    let before = {
+        let index = hash_index(dir.path(), opts.clone());
+        let coll = index.collection("t", "p").unwrap();
+        coll.add_embedded(&docs, docs_v).unwrap();
+        top_ids(&coll, queries)
+    };
+    let links = dir.path().join("t_p_conversations").join("vectors").join("graph.hnsw.graph");
+    let mut bytes = std::fs::read(&links).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0xA5;
+    std::fs::write(&links, &bytes).unwrap();
+    {
+        let index = hash_index(dir.path(), opts.clone());
+        let coll = index.collection("t", "p").unwrap();
+        assert_eq!(coll.vector_index_state().unwrap(), &VectorIndexState::Loaded);
+        let why = coll.verify_graph_links().unwrap();
+        assert!(why.as_deref().is_some_and(|w| w.contains("graph.hnsw.graph")), "{why:?}");
+        coll.wait_for_vector_index();
+        assert_eq!(top_ids(&coll, queries), before);
+        assert_eq!(coll.verify_graph_links().unwrap(), None, "read links are not re-verified");
+    }
+    let index = hash_index(dir.path(), opts);
+    let coll = index.collection("t", "p").unwrap();
+    assert_eq!(coll.verify_graph_links().unwrap(), None, "the rebuilt graph was not persisted");
+    assert_eq!(top_ids(&coll, queries), before);
+}
+
 /// A graph older than the store (a crash between commit and dump) is caught up on open.
 #[test]
 fn stale_graph_is_caught_up() {

@@ -322,6 +322,25 @@ fn doctor_repairs_a_damaged_store_and_forgotten_sessions_stay_forgotten() {
     }
 }
 
+/// Graph links damaged in place (same length) pass an open, which verifies the vectors only:
+/// `convdex doctor` verifies the links too and says they will be rebuilt, and a search still
+/// answers.
+#[test]
+fn doctor_finds_graph_links_damaged_in_place() {
+    let cli = Cli::new();
+    cli.ok(&["index", "examples/sample/projects"]);
+    assert!(!cli.ok(&["doctor"]).contains("graph links damaged"));
+    let links = cli.collection_dir("acme-api").join("vectors").join("graph.hnsw.graph");
+    let mut bytes = std::fs::read(&links).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0xff;
+    std::fs::write(&links, &bytes).unwrap();
+    let text = cli.ok(&["doctor"]);
+    assert!(text.contains("graph links damaged") && text.contains("graph.hnsw.graph"), "{text}");
+    let hits: Value = serde_json::from_str(&cli.ok(&["search", "nightly backup", "--json"])).unwrap();
+    assert!(!hits.as_array().unwrap().is_empty(), "{hits}");
+}
+
 /// Defect 5 (second part): two recorded paths that encode to the same folder name used to be
 /// picked in hash-map order, so a later run could open a second collection for the same
 /// project. The pick is deterministic: runs in separate processes agree.
