@@ -47,13 +47,13 @@ impl Default for HnswParams {
 
 type Graph = Hnsw<'static, f32, UnitCosine>;
 
-/// Vectors a dump may list as not linked into the graph yet, whatever the graph's size (see
-/// [`Ann::dumps_without_links`]).
-pub(crate) const UNLINKED_MAX: usize = 4096;
+/// Vectors a dump may hold apart from the graph (`graph.added`, not linked yet), whatever the
+/// graph's size (see [`Ann::dumps_without_links`]).
+const UNLINKED_MAX: usize = 4096;
 
 pub(crate) struct Ann {
     /// `None` until a persisted graph's links are read (in the background, once a search
-    /// wants to walk them or a write needs them).
+    /// wants to walk them, or a dump has too many vectors waiting to be linked).
     graph: Option<Graph>,
     /// A persisted graph whose links nothing has asked for yet: an exact scan needs only the
     /// vectors, so a search of a small collection never reads them.
@@ -63,8 +63,8 @@ pub(crate) struct Ann {
     /// Set when links that could not be read were rebuilt from the vectors: the next flush
     /// persists the rebuilt graph (see [`Ann::take_relinked`]).
     relinked: bool,
-    /// Vectors not in the graph yet (added while its links were not read, or listed as
-    /// unlinked by the dump), inserted once it arrives.
+    /// Vectors not in the graph yet (added while its links were not read, or read from the
+    /// dump's `graph.added`), inserted once it arrives.
     pending: Vec<u64>,
     params: HnswParams,
     dim: usize,

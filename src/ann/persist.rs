@@ -211,7 +211,7 @@ impl Ann {
                 graph_files.push(entry.clone());
             }
         }
-        if ann.rows.len() != m.points || ann.rows.len() != ann.row_ids.len() {
+        if ann.rows.len() != m.points {
             return Err(LoadFailure::Corrupt(format!("{} vectors, manifest says {}", ann.rows.len(), m.points)));
         }
         // The added vectors wait to be linked into the graph. hnsw_rs's loader builds

@@ -182,15 +182,6 @@ impl Index {
         query: &Query,
     ) -> Result<Across<Vec<ProjectHit>>> {
         let mut vectors: std::collections::HashMap<String, Vec<f32>> = std::collections::HashMap::new();
-        let embed = |vectors: &mut std::collections::HashMap<String, Vec<f32>>| {
-            // A model that cannot load is reported when the first collection asks for the
-            // vector.
-            if let Ok(e) = self.embedder()
-                && let Ok(v) = e.embed_query(&query.text)
-            {
-                vectors.insert(e.model_id().to_string(), v);
-            }
-        };
         let opened = if query.mode == Some(SearchMode::Lexical) {
             open()?
         } else {
@@ -206,7 +197,13 @@ impl Index {
                     }
                     Ok::<_, Error>(opened)
                 });
-                embed(&mut vectors);
+                // A model that cannot load is reported when the first collection asks for
+                // the vector.
+                if let Ok(e) = self.embedder()
+                    && let Ok(v) = e.embed_query(&query.text)
+                {
+                    vectors.insert(e.model_id().to_string(), v);
+                }
                 reader.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
             })?
         };
