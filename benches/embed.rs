@@ -4,6 +4,9 @@
 //! batching, and convdex's `FastEmbedder` against calling fastembed directly.
 //!
 //! Run: `cargo bench --bench embed` (prints a markdown table). Seeded synthetic texts.
+//! `CONVDEX_BENCH_PARTS=memory` runs the tokenizer and memory tables instead, and
+//! `CONVDEX_BENCH_PARTS=load` the time a fresh process takes to load the default model, from
+//! `model.onnx` and from the saved optimised graph.
 
 use std::time::{Duration, Instant};
 
@@ -208,12 +211,95 @@ fn memory_grid() {
     }
 }
 
+/// A child of the load table: loads the default model from `dir` (with the saved optimised
+/// graph on or off), embeds one query, prints load ms, first-query ms and peak RSS.
+fn load_child(spec: &str) {
+    let (cache, dir) = spec.split_once(':').unwrap();
+    let start = Instant::now();
+    let e = FastEmbedder::with_options(EmbedOptions::default().model_dir(dir).optimized_cache(cache == "on")).unwrap();
+    let load = start.elapsed();
+    let start = Instant::now();
+    e.embed_query("why did we pick redb over sqlite").unwrap();
+    println!("{:.1} {:.1} {:.0}", load.as_secs_f64() * 1e3, start.elapsed().as_secs_f64() * 1e3, peak_mb());
+}
+
+/// The load table: a fresh process loads the default model, `CONVDEX_BENCH_RUNS` times (default
+/// 7) per row, from a copy of its files (hard links where possible).
+fn load_grid() {
+    let spec = convdex::models::Manifest::builtin().default_spec();
+    let files = convdex::models::locate_model(None, spec).expect("run `make models` first");
+    let dir = tempfile::tempdir().unwrap();
+    for p in [
+        &files.runtime,
+        &files.model,
+        &files.tokenizer,
+        &files.config,
+        &files.special_tokens_map,
+        &files.tokenizer_config,
+    ] {
+        let to = dir.path().join(p.file_name().unwrap());
+        std::fs::hard_link(p, &to).or_else(|_| std::fs::copy(p, &to).map(drop)).unwrap();
+    }
+    let runs: usize = std::env::var("CONVDEX_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(7);
+    let saved = dir.path().join("model.optimized.ort");
+    println!();
+    println!(
+        "| {} loaded by a fresh process ({runs} runs) | load p50 / p95 ms | first query p50 ms | peak RSS MB |",
+        spec.name
+    );
+    println!("|---|---:|---:|---:|");
+    let mut base = None;
+    for (label, cache, fresh) in [
+        ("from `model.onnx` (`optimized_cache(false)`)", "off", true),
+        ("from `model.onnx`, saving the optimised graph (first load)", "on", true),
+        ("from the saved optimised graph (default, later loads)", "on", false),
+    ] {
+        let mut rows: Vec<[f64; 3]> = Vec::new();
+        for _ in 0..runs {
+            if fresh {
+                let _ = std::fs::remove_file(&saved);
+            }
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .env("CONVDEX_BENCH_EMBED_CHILD", format!("load:{cache}:{}", dir.path().display()))
+                .output()
+                .unwrap();
+            let v: Vec<f64> =
+                String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            if let [a, b, c] = v[..] {
+                rows.push([a, b, c]);
+            }
+        }
+        let col = |k: usize| {
+            let mut v: Vec<f64> = rows.iter().map(|r| r[k]).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let pct = |v: &[f64], q: f64| v.get(((v.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(f64::NAN);
+        let (load, query, rss) = (col(0), col(1), col(2));
+        let p50 = pct(&load, 0.5);
+        let ratio = base.map_or(String::new(), |b: f64| format!(" ({:.2}×)", p50 / b));
+        base.get_or_insert(p50);
+        println!(
+            "| {label} | {p50:.0} / {:.0}{ratio} | {:.1} | {:.0} |",
+            pct(&load, 0.95),
+            pct(&query, 0.5),
+            pct(&rss, 0.5)
+        );
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
     if let Ok(spec) = std::env::var("CONVDEX_BENCH_EMBED_CHILD") {
-        return memory_child(&spec);
+        return match spec.strip_prefix("load:") {
+            Some(spec) => load_child(spec),
+            None => memory_child(&spec),
+        };
+    }
+    if std::env::var("CONVDEX_BENCH_PARTS").is_ok_and(|p| p == "load") {
+        return load_grid();
     }
     if std::env::var("CONVDEX_BENCH_PARTS").is_ok_and(|p| p == "memory") {
         return memory_grid();

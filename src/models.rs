@@ -94,7 +94,7 @@ pub struct ModelSpec {
 }
 
 impl ModelSpec {
-    fn artefact(&self, name: &str) -> &Artefact {
+    pub(crate) fn artefact(&self, name: &str) -> &Artefact {
         self.artefacts.iter().find(|a| a.name == name).expect("manifest names every artefact")
     }
 }
@@ -216,15 +216,35 @@ fn find_model_dir(explicit: Option<&Path>, spec: &ModelSpec) -> Result<(PathBuf,
         .ok_or_else(|| Error::ModelMissing { file: model_name, searched: join_paths(candidates) })
 }
 
+/// The path of `spec`'s artefact `name` in `dir`, if it is there (not verified).
+fn present_file(dir: &Path, spec: &ModelSpec, name: &str) -> Result<PathBuf> {
+    let p = dir.join(&spec.artefact(name).file);
+    if !p.is_file() {
+        return Err(Error::ModelMissing {
+            file: spec.artefact(name).file.clone(),
+            searched: join_paths(&[dir.to_path_buf()]),
+        });
+    }
+    Ok(p)
+}
+
 /// The verified path of `spec`'s artefact `name` in `dir`.
 fn verified_file(dir: &Path, spec: &ModelSpec, name: &str) -> Result<PathBuf> {
-    let art = spec.artefact(name);
-    let p = dir.join(&art.file);
-    if !p.is_file() {
-        return Err(Error::ModelMissing { file: art.file.clone(), searched: join_paths(&[dir.to_path_buf()]) });
-    }
-    verify(&p, &art.sha256)?;
+    let p = present_file(dir, spec, name)?;
+    verify(&p, &spec.artefact(name).sha256)?;
     Ok(p)
+}
+
+/// What identifies the runtime at `runtime` (a path [`locate_model`] returned): the manifest's
+/// sha256 it was verified against, or, for a library given by `ORT_DYLIB_PATH` (not
+/// verified), its path, size and modification time.
+pub(crate) fn runtime_identity(runtime: &Path) -> String {
+    if std::env::var_os("ORT_DYLIB_PATH").is_some_and(|v| !v.is_empty()) {
+        let meta = std::fs::metadata(runtime).ok();
+        let modified = meta.as_ref().and_then(|m| m.modified().ok());
+        return format!("{} {:?} {modified:?}", runtime.display(), meta.map(|m| m.len()));
+    }
+    Manifest::builtin().runtime.sha256.clone()
 }
 
 /// Finds and verifies the tokenizer and the token table of a static model: `(tokenizer.json,
@@ -237,6 +257,15 @@ pub fn locate_static(explicit: Option<&Path>, spec: &ModelSpec) -> Result<(PathB
 /// Finds and verifies the files of `spec`, an ONNX model (see the module docs for the search
 /// order).
 pub fn locate_model(explicit: Option<&Path>, spec: &ModelSpec) -> Result<ModelFiles> {
+    let files = locate_model_unverified(explicit, spec)?;
+    verify(&files.model, &spec.artefact("model").sha256)?;
+    verify(&files.tokenizer, &spec.artefact("tokenizer").sha256)?;
+    Ok(files)
+}
+
+/// [`locate_model`] without hashing the two large files, `model.onnx` and `tokenizer.json`:
+/// the caller reads them and checks the bytes it read with [`verify_bytes`] before using them.
+pub(crate) fn locate_model_unverified(explicit: Option<&Path>, spec: &ModelSpec) -> Result<ModelFiles> {
     if spec.kind != ModelKind::Onnx {
         return Err(Error::InvalidArgument(format!(
             "{} is a static model: it has no ONNX files (use StaticEmbedder or locate_static)",
@@ -246,6 +275,7 @@ pub fn locate_model(explicit: Option<&Path>, spec: &ModelSpec) -> Result<ModelFi
     let manifest = Manifest::builtin();
     let (root, dir) = find_model_dir(explicit, spec)?;
     let file = |name: &str| verified_file(&dir, spec, name);
+    let present = |name: &str| present_file(&dir, spec, name);
     let runtime = match std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
         Some(p) => {
             let p = PathBuf::from(p);
@@ -276,8 +306,8 @@ pub fn locate_model(explicit: Option<&Path>, spec: &ModelSpec) -> Result<ModelFi
     Ok(ModelFiles {
         name: spec.name.clone(),
         runtime,
-        model: file("model")?,
-        tokenizer: file("tokenizer")?,
+        model: present("model")?,
+        tokenizer: present("tokenizer")?,
         config: file("tokenizer-config")?,
         special_tokens_map: file("special-tokens-map")?,
         tokenizer_config: file("tokenizer-settings")?,
@@ -289,20 +319,38 @@ fn join_paths(p: &[PathBuf]) -> String {
     p.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
+/// The files verified in this process, with their size and modification time then.
+static VERIFIED: Mutex<Vec<(PathBuf, u64, Option<std::time::SystemTime>)>> = Mutex::new(Vec::new());
+
 /// Checks a file's sha256; a file already verified unchanged (same size and mtime) in this
 /// process is not hashed again.
 fn verify(path: &Path, expected: &str) -> Result<()> {
-    static SEEN: Mutex<Vec<(PathBuf, u64, Option<std::time::SystemTime>)>> = Mutex::new(Vec::new());
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
     let key = (path.to_path_buf(), meta.len(), meta.modified().ok());
-    if SEEN.lock().unwrap_or_else(|e| e.into_inner()).contains(&key) {
+    if VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).contains(&key) {
         return Ok(());
     }
     let actual = sha256_file(path)?;
     if actual != expected {
         return Err(Error::ModelCorrupt { path: path.to_path_buf(), expected: expected.into(), actual });
     }
-    SEEN.lock().unwrap_or_else(|e| e.into_inner()).push(key);
+    VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).push(key);
+    Ok(())
+}
+
+/// Checks `bytes`, read from `path`, against `expected`; a file already verified unchanged
+/// (same size and modification time) in this process is not hashed again.
+pub(crate) fn verify_bytes(path: &Path, bytes: &[u8], expected: &str) -> Result<()> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    let key = (path.to_path_buf(), meta.len(), meta.modified().ok());
+    if meta.len() == bytes.len() as u64 && VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).contains(&key) {
+        return Ok(());
+    }
+    let actual: String = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+    if actual != expected {
+        return Err(Error::ModelCorrupt { path: path.to_path_buf(), expected: expected.into(), actual });
+    }
+    VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).push(key);
     Ok(())
 }
 

@@ -30,6 +30,22 @@ pub enum ModelsAction {
     },
 }
 
+/// Loads each ONNX model just fetched into `dir` once, so that its optimised graph is saved
+/// beside it now rather than by the first search ([`convdex::EmbedOptions::optimized_cache`]).
+/// A failure is reported and changes nothing else: the first load tries again.
+fn save_optimised(dir: &std::path::Path, names: &[String]) {
+    let manifest = Manifest::builtin();
+    let default = [manifest.default_model.clone()];
+    for name in if names.is_empty() { &default[..] } else { names } {
+        if manifest.model(name).is_ok_and(|spec| spec.kind == convdex::models::ModelKind::Onnx) {
+            let options = convdex::EmbedOptions::default().model(name.as_str()).model_dir(dir);
+            if let Err(e) = convdex::FastEmbedder::with_options(options) {
+                eprintln!("warning: {name} was fetched but could not be loaded to save its optimised graph: {e}");
+            }
+        }
+    }
+}
+
 /// Runs `convdex models`.
 pub fn run(action: ModelsAction) -> anyhow::Result<()> {
     let manifest = Manifest::builtin();
@@ -37,6 +53,7 @@ pub fn run(action: ModelsAction) -> anyhow::Result<()> {
         ModelsAction::Fetch { dest, names, all } => {
             let names = if all { manifest.models.iter().map(|m| m.name.clone()).collect() } else { names };
             let d = convdex::models::fetch(dest.as_deref(), &names).context("could not provision the model")?;
+            save_optimised(&d, &names);
             println!("{}", d.display());
         }
         ModelsAction::Check { json } => {

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::onnx::OnnxModel;
+use super::onnx::{OnnxModel, SessionSettings};
+use super::optimized;
 use super::tokenizer::{ModelTokenizer, TokenizerBytes};
 use super::{Embedder, normalize};
 use crate::error::{Error, Result};
@@ -43,6 +44,13 @@ pub struct EmbedOptions {
     /// Default: `false`: without the arena the model's memory goes back after each call (with
     /// calls bounded by [`EmbedOptions::batch_tokens`] the arena measured no faster).
     pub memory_arena: bool,
+    /// Save the model as ONNX Runtime optimised it, in ONNX Runtime's own format, beside the
+    /// model files the first time it is loaded (`model.optimized.ort`, checked against its
+    /// model, runtime and CPU and for damage before each use), and start later sessions from it:
+    /// ONNX Runtime then reads the weights in place instead of parsing, copying and optimising
+    /// the graph (`benches/embed`, part `load`). A directory that cannot be written is left
+    /// alone. Default: `true`.
+    pub optimized_cache: bool,
 }
 
 impl Default for EmbedOptions {
@@ -56,6 +64,7 @@ impl Default for EmbedOptions {
             sort_by_length: true,
             batch_tokens: 512,
             memory_arena: false,
+            optimized_cache: true,
         }
     }
 }
@@ -104,6 +113,11 @@ impl EmbedOptions {
         self.memory_arena = on;
         self
     }
+    /// Sets [`EmbedOptions::optimized_cache`].
+    pub fn optimized_cache(mut self, on: bool) -> Self {
+        self.optimized_cache = on;
+        self
+    }
     /// Sets [`EmbedOptions::threads`].
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = Some(n.max(1));
@@ -142,15 +156,57 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 /// Reads a model's tokenizer from its four files ([`ModelTokenizer::load`]) with calls
 /// truncated at `max_tokens`; the error names the file that could not be read or used.
 pub fn read_tokenizer(files: &ModelFiles, max_tokens: usize) -> Result<ModelTokenizer> {
-    let (tokenizer, config) = (read(&files.tokenizer)?, read(&files.config)?);
+    tokenizer_from(files, &read(&files.tokenizer)?, max_tokens)
+}
+
+/// [`read_tokenizer`] over `tokenizer.json`'s bytes, already read.
+fn tokenizer_from(files: &ModelFiles, tokenizer: &[u8], max_tokens: usize) -> Result<ModelTokenizer> {
+    let config = read(&files.config)?;
     let (special_tokens_map, tokenizer_config) = (read(&files.special_tokens_map)?, read(&files.tokenizer_config)?);
     let bytes = TokenizerBytes {
-        tokenizer: &tokenizer,
+        tokenizer,
         config: &config,
         special_tokens_map: &special_tokens_map,
         tokenizer_config: &tokenizer_config,
     };
     ModelTokenizer::load(&bytes, max_tokens).map_err(|reason| Error::Runtime { path: files.tokenizer.clone(), reason })
+}
+
+/// The tokenizer of `spec`, its `tokenizer.json` verified as read.
+fn verified_tokenizer(files: &ModelFiles, spec: &ModelSpec, max_tokens: usize) -> Result<ModelTokenizer> {
+    let bytes = read(&files.tokenizer)?;
+    models::verify_bytes(&files.tokenizer, &bytes, &spec.artefact("tokenizer").sha256)?;
+    tokenizer_from(files, &bytes, max_tokens)
+}
+
+/// The session of `spec`: from the saved optimised graph when there is a whole one for this
+/// model, runtime and CPU ([`super::optimized`]), else from `model.onnx`, verified as read (and
+/// then saved optimised, when `cache` is on and the directory can be written).
+fn session(files: &ModelFiles, spec: &ModelSpec, settings: SessionSettings<'_>, cache: bool) -> Result<OnnxModel> {
+    let runtime_err = |reason: String| Error::Runtime { path: files.runtime.clone(), reason };
+    let key =
+        cache.then(|| optimized::Key::new(&spec.artefact("model").sha256, models::runtime_identity(&files.runtime)));
+    if let Some((bytes, start)) = key.as_ref().and_then(|k| optimized::read(&files.dir, k)) {
+        match OnnxModel::load_ort(settings, bytes, start) {
+            Ok(model) => return Ok(model),
+            // A graph this runtime cannot start: replaced from the model below.
+            Err(_) => optimized::remove(&files.dir),
+        }
+    }
+    let bytes = read(&files.model)?;
+    models::verify_bytes(&files.model, &bytes, &spec.artefact("model").sha256)?;
+    let scratch = key.as_ref().and_then(|_| optimized::scratch(&files.dir));
+    let model = match OnnxModel::load(settings, &bytes, scratch.as_deref()) {
+        Ok(model) => model,
+        // Saving the optimised graph is an extra; a session that cannot save still runs.
+        Err(_) if scratch.is_some() => OnnxModel::load(settings, &bytes, None).map_err(runtime_err)?,
+        Err(reason) => return Err(runtime_err(reason)),
+    };
+    if let (Some(key), Some(saved)) = (key, scratch) {
+        // Best effort: the next process starts from the model again when this fails.
+        let _ = optimized::store(&files.dir, &key, &saved, &files.model);
+    }
+    Ok(model)
 }
 
 impl FastEmbedder {
@@ -159,17 +215,19 @@ impl FastEmbedder {
         Self::with_options(EmbedOptions::default())
     }
 
-    /// Loads the model: locates and verifies the files, loads ONNX Runtime, builds a session.
+    /// Loads the model: locates the files, verifies each as it is read, loads ONNX Runtime
+    /// and builds a session on one thread while another reads the tokenizer.
     pub fn with_options(options: EmbedOptions) -> Result<Self> {
         let spec = options.spec()?;
-        let files = models::locate_model(options.model_dir.as_deref(), spec)?;
-        let runtime_err = |reason: String| Error::Runtime { path: files.runtime.clone(), reason };
+        let files = models::locate_model_unverified(options.model_dir.as_deref(), spec)?;
         let threads = options.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        // Loads the shared library once per process; later calls keep the first library.
-        let onnx = OnnxModel::load(&files.runtime, &read(&files.model)?, threads, options.memory_arena)
-            .map_err(runtime_err)?;
-        let tokenizer = read_tokenizer(&files, options.max_tokens)?;
-        let mut model = Loaded { tokenizer, onnx };
+        let settings = SessionSettings { runtime: &files.runtime, threads, arena: options.memory_arena };
+        let (onnx, tokenizer) = std::thread::scope(|s| {
+            let tokenizer = s.spawn(|| verified_tokenizer(&files, spec, options.max_tokens));
+            let onnx = session(&files, spec, settings, options.optimized_cache);
+            (onnx, tokenizer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        let mut model = Loaded { onnx: onnx?, tokenizer: tokenizer? };
         let prefix_tokens = match spec.passage_prefix.trim() {
             "" => 0,
             p => model.tokenizer.offsets(p).len(),

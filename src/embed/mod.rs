@@ -12,6 +12,7 @@ mod fast;
 mod hash;
 mod lazy;
 mod onnx;
+mod optimized;
 mod static_model;
 mod tokenizer;
 

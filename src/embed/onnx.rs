@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use ort::environment::Environment;
-use ort::session::Session;
-use ort::session::builder::GraphOptimizationLevel;
+use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
+use ort::session::{Session, SessionOutputs};
 use ort::value::Tensor;
 use tokenizers::Encoding;
 
@@ -28,31 +28,85 @@ pub(crate) fn environment(runtime: &Path) -> Result<Environment, String> {
 /// Outputs tried in order when a graph has more than one (fastembed's precedence).
 const OUTPUTS: [&str; 3] = ["text_embeds", "last_hidden_state", "sentence_embedding"];
 
+/// The session over a model file ONNX Runtime saved in its own format, holding the file's
+/// bytes: with `session.use_ort_model_bytes_directly` ONNX Runtime reads the weights where they
+/// lie instead of copying them (a third of the time to start the session, measured in
+/// `benches/embed`, part `load`), so the bytes must outlive the session.
+mod held {
+    self_cell::self_cell!(
+        pub(crate) struct OrtBytesSession {
+            owner: Vec<u8>,
+            #[covariant]
+            dependent: InMemory,
+        }
+    );
+    pub(crate) type InMemory<'a> = ort::session::InMemorySession<'a>;
+}
+use held::OrtBytesSession;
+
+/// A session over an ONNX graph (its bytes copied by ONNX Runtime) or over ONNX Runtime's own
+/// format (its bytes held and read in place).
+enum Held {
+    Onnx(Session),
+    Ort(OrtBytesSession),
+}
+
 /// An embedding model's session.
 pub(crate) struct OnnxModel {
-    session: Session,
+    session: Held,
     /// The graph declares a `token_type_ids` input (BERT-style models; not XLM-R).
     type_ids: bool,
 }
 
-impl OnnxModel {
-    /// A session over the model file's bytes, with `threads` intra-op threads, graph
-    /// optimisations on, and ONNX Runtime's CPU memory arena on or off.
-    pub(crate) fn load(runtime: &Path, model: &[u8], threads: usize, arena: bool) -> Result<OnnxModel, String> {
-        let env = environment(runtime)?;
-        let cpu = ort::ep::CPU::default().with_arena_allocator(arena).build();
-        let session = Session::builder(&env)
+/// How a session is built: ONNX Runtime's library, intra-op threads, its CPU memory arena.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SessionSettings<'a> {
+    pub runtime: &'a Path,
+    pub threads: usize,
+    pub arena: bool,
+}
+
+impl SessionSettings<'_> {
+    fn builder(&self, level: GraphOptimizationLevel) -> Result<SessionBuilder, String> {
+        let env = environment(self.runtime)?;
+        let cpu = ort::ep::CPU::default().with_arena_allocator(self.arena).build();
+        Session::builder(&env)
             .map_err(|e| e.to_string())?
             .with_execution_providers([cpu])
             .map_err(|e| e.to_string())?
-            .with_optimization_level(GraphOptimizationLevel::Level3)
+            .with_optimization_level(level)
             .map_err(|e| e.to_string())?
-            .with_intra_threads(threads)
-            .map_err(|e| e.to_string())?
-            .commit_from_memory(model)
-            .map_err(|e| e.to_string())?;
-        let type_ids = session.inputs().iter().any(|i| i.name() == "token_type_ids");
-        Ok(OnnxModel { session, type_ids })
+            .with_intra_threads(self.threads)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl OnnxModel {
+    /// A session over an ONNX graph's bytes, graph optimisations on. With `save`, ONNX Runtime
+    /// also writes the optimised graph there in its own format (for [`OnnxModel::load_ort`]).
+    pub(crate) fn load(settings: SessionSettings<'_>, model: &[u8], save: Option<&Path>) -> Result<OnnxModel, String> {
+        let mut builder = settings.builder(GraphOptimizationLevel::Level3)?;
+        if let Some(path) = save {
+            builder = builder
+                .with_optimized_model_path(path)
+                .map_err(|e| e.to_string())?
+                .with_config_entry("session.save_model_format", "ORT")
+                .map_err(|e| e.to_string())?;
+        }
+        let session = builder.commit_from_memory(model).map_err(|e| e.to_string())?;
+        let type_ids = has_type_ids(&session);
+        Ok(OnnxModel { session: Held::Onnx(session), type_ids })
+    }
+
+    /// A session over a graph ONNX Runtime saved in its own format and already optimised
+    /// (`bytes[start..]`), read in place.
+    pub(crate) fn load_ort(settings: SessionSettings<'_>, bytes: Vec<u8>, start: usize) -> Result<OnnxModel, String> {
+        let mut builder = settings.builder(GraphOptimizationLevel::Disable)?;
+        let session = OrtBytesSession::try_new(bytes, |b| {
+            builder.commit_from_memory_directly(b.get(start..).unwrap_or_default()).map_err(|e| e.to_string())
+        })?;
+        let type_ids = has_type_ids(session.borrow_dependent());
+        Ok(OnnxModel { session: Held::Ort(session), type_ids })
     }
 
     /// One vector per encoding (all padded to one length), mean-pooled over the tokens its
@@ -79,19 +133,30 @@ impl OnnxModel {
         if self.type_ids {
             inputs.push(("token_type_ids".into(), tensor(types)?.into()));
         }
-        let outputs = self.session.run(inputs).map_err(|e| e.to_string())?;
-        let value = if outputs.len() == 1 {
-            &outputs[0]
-        } else {
-            OUTPUTS.iter().find_map(|k| outputs.get(k)).ok_or("the model has no embedding output")?
+        let pool = |outputs: SessionOutputs<'_>| {
+            let value = if outputs.len() == 1 {
+                &outputs[0]
+            } else {
+                OUTPUTS.iter().find_map(|k| outputs.get(k)).ok_or("the model has no embedding output")?
+            };
+            let (dims, data) = value.try_extract_tensor::<f32>().map_err(|e| e.to_string())?;
+            match **dims {
+                [rows, dim] if rows as usize == b => Ok(data.chunks(dim as usize).map(<[f32]>::to_vec).collect()),
+                [rows, len, dim] if rows as usize == b && len as usize == n => {
+                    Ok(mean_pool(data, &mask, n, dim as usize))
+                }
+                _ => Err(format!("the model's output has shape {dims:?} for {b} texts of {n} tokens")),
+            }
         };
-        let (dims, data) = value.try_extract_tensor::<f32>().map_err(|e| e.to_string())?;
-        match **dims {
-            [rows, dim] if rows as usize == b => Ok(data.chunks(dim as usize).map(<[f32]>::to_vec).collect()),
-            [rows, len, dim] if rows as usize == b && len as usize == n => Ok(mean_pool(data, &mask, n, dim as usize)),
-            _ => Err(format!("the model's output has shape {dims:?} for {b} texts of {n} tokens")),
+        match &mut self.session {
+            Held::Onnx(s) => pool(s.run(inputs).map_err(|e| e.to_string())?),
+            Held::Ort(s) => s.with_dependent_mut(|_, s| pool(s.run(inputs).map_err(|e| e.to_string())?)),
         }
     }
+}
+
+fn has_type_ids(session: &Session) -> bool {
+    session.inputs().iter().any(|i| i.name() == "token_type_ids")
 }
 
 /// The mean of each text's token vectors over the tokens whose mask is 1 (a text with none

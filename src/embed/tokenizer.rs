@@ -157,21 +157,28 @@ impl CompactUnigram {
         };
         let mut table: HashMap<u64, Slot, BuildHasherDefault<KeyHasher>> = HashMap::default();
         table.reserve(model.ends.len() * 2);
+        let mut keys = Vec::new();
         for id in 0..model.ends.len() as u32 {
             let piece = model.piece(id);
-            for (end, h) in prefixes(piece) {
-                let slot = table.entry(h.key()).or_default();
-                if end < piece.len() {
-                    slot.prefix = true;
-                    continue;
+            keys.clear();
+            keys.extend(prefixes(piece).map(|(_, h)| h.key()));
+            let Some(whole) = keys.pop() else { continue };
+            let slot = table.entry(whole).or_default();
+            if let Some(other) = slot.id
+                && model.piece(other) != piece
+            {
+                return Err(format!("two pieces share a 64-bit hash (ids {other} and {id})"));
+            }
+            // A piece listed twice keeps its last id, as in `tokenizers`.
+            slot.id = Some(id);
+            // Its proper prefixes, longest first: one already marked had every shorter one
+            // marked with it, so the marking stops there (most prefixes are shared).
+            for &key in keys.iter().rev() {
+                let slot = table.entry(key).or_default();
+                if slot.prefix {
+                    break;
                 }
-                if let Some(other) = slot.id
-                    && model.piece(other) != piece
-                {
-                    return Err(format!("two pieces share a 64-bit hash (ids {other} and {id})"));
-                }
-                // A piece listed twice keeps its last id, as in `tokenizers`.
-                slot.id = Some(id);
+                slot.prefix = true;
             }
         }
         table.shrink_to_fit();
