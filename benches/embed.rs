@@ -6,7 +6,7 @@
 //! Run: `cargo bench --bench embed` (prints a markdown table). Seeded synthetic texts.
 //! `CONVDEX_BENCH_PARTS=memory` runs the tokenizer and memory tables instead, and
 //! `CONVDEX_BENCH_PARTS=load` the time a fresh process takes to load the default model, from
-//! `model.onnx` and from the saved optimised graph.
+//! `model.onnx` and from the saved optimised graph and compact tokenizer.
 
 use std::time::{Duration, Instant};
 
@@ -211,8 +211,8 @@ fn memory_grid() {
     }
 }
 
-/// A child of the load table: loads the default model from `dir` (with the saved optimised
-/// graph on or off), embeds one query, prints load ms, first-query ms and peak RSS.
+/// A child of the load table: loads the default model from `dir` (with the saved graph and
+/// tokenizer on or off), embeds one query, prints load ms, first-query ms and peak RSS.
 fn load_child(spec: &str) {
     let (cache, dir) = spec.split_once(':').unwrap();
     let start = Instant::now();
@@ -241,7 +241,7 @@ fn load_grid() {
         std::fs::hard_link(p, &to).or_else(|_| std::fs::copy(p, &to).map(drop)).unwrap();
     }
     let runs: usize = std::env::var("CONVDEX_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(7);
-    let saved = dir.path().join("model.optimized.ort");
+    let saved = ["model.optimized.ort", "tokenizer.compact"].map(|f| dir.path().join(f));
     println!();
     println!(
         "| {} loaded by a fresh process ({runs} runs) | load p50 / p95 ms | first query p50 ms | peak RSS MB |",
@@ -251,13 +251,13 @@ fn load_grid() {
     let mut base = None;
     for (label, cache, fresh) in [
         ("from `model.onnx` (`optimized_cache(false)`)", "off", true),
-        ("from `model.onnx`, saving the optimised graph (first load)", "on", true),
-        ("from the saved optimised graph (default, later loads)", "on", false),
+        ("from `model.onnx`, saving the optimised graph and compact tokenizer (first load)", "on", true),
+        ("from the saved graph and tokenizer (default, later loads)", "on", false),
     ] {
         let mut rows: Vec<[f64; 3]> = Vec::new();
         for _ in 0..runs {
             if fresh {
-                let _ = std::fs::remove_file(&saved);
+                saved.iter().for_each(|p| drop(std::fs::remove_file(p)));
             }
             let out = std::process::Command::new(std::env::current_exe().unwrap())
                 .env("CONVDEX_BENCH_EMBED_CHILD", format!("load:{cache}:{}", dir.path().display()))

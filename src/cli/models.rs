@@ -30,8 +30,8 @@ pub enum ModelsAction {
     },
 }
 
-/// Loads each ONNX model just fetched into `dir` once, so that its optimised graph is saved
-/// beside it now rather than by the first search ([`convdex::EmbedOptions::optimized_cache`]).
+/// Loads each ONNX model just fetched into `dir` once, so that its optimised graph and compact
+/// tokenizer are saved beside it now rather than by the first search ([`convdex::EmbedOptions::optimized_cache`]).
 /// A failure is reported and changes nothing else: the first load tries again.
 fn save_optimised(dir: &std::path::Path, names: &[String]) {
     let manifest = Manifest::builtin();

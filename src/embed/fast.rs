@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::derived::{Key, OPTIMIZED, TOKENIZER};
 use super::onnx::{OnnxModel, SessionSettings};
-use super::optimized;
-use super::tokenizer::{ModelTokenizer, TokenizerBytes};
+use super::tokenizer::{ModelTokenizer, TokenizerConfig};
 use super::{Embedder, normalize};
 use crate::error::{Error, Result};
 use crate::models::{self, Manifest, ModelFiles, ModelSpec};
@@ -44,12 +44,14 @@ pub struct EmbedOptions {
     /// Default: `false`: without the arena the model's memory goes back after each call (with
     /// calls bounded by [`EmbedOptions::batch_tokens`] the arena measured no faster).
     pub memory_arena: bool,
-    /// Save the model as ONNX Runtime optimised it, in ONNX Runtime's own format, beside the
-    /// model files the first time it is loaded (`model.optimized.ort`, checked against its
-    /// model, runtime and CPU and for damage before each use), and start later sessions from it:
-    /// ONNX Runtime then reads the weights in place instead of parsing, copying and optimising
-    /// the graph (`benches/embed`, part `load`). A directory that cannot be written is left
-    /// alone. Default: `true`.
+    /// Save the model as ONNX Runtime optimised it, in ONNX Runtime's own format, and the
+    /// tokenizer as convdex holds it, beside the model files the first time they are loaded
+    /// (`model.optimized.ort` and `tokenizer.compact`, each checked against its source, and
+    /// the graph against its runtime and CPU, and both for damage before each use), and start
+    /// later processes from them: ONNX Runtime then reads the weights in place instead of
+    /// parsing, copying and optimising the graph, and the tokenizer's 250,000 pieces are read
+    /// back instead of parsed and hashed (`benches/embed`, part `load`). A directory that
+    /// cannot be written is left alone. Default: `true`.
     pub optimized_cache: bool,
 }
 
@@ -156,46 +158,68 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 /// Reads a model's tokenizer from its four files ([`ModelTokenizer::load`]) with calls
 /// truncated at `max_tokens`; the error names the file that could not be read or used.
 pub fn read_tokenizer(files: &ModelFiles, max_tokens: usize) -> Result<ModelTokenizer> {
-    tokenizer_from(files, &read(&files.tokenizer)?, max_tokens)
+    let tokenizer = read(&files.tokenizer)?;
+    with_config(files, |config| ModelTokenizer::load(&tokenizer, config, max_tokens))
 }
 
-/// [`read_tokenizer`] over `tokenizer.json`'s bytes, already read.
-fn tokenizer_from(files: &ModelFiles, tokenizer: &[u8], max_tokens: usize) -> Result<ModelTokenizer> {
+/// Runs `load` over the tokenizer's three small files, read; errors name `tokenizer.json`.
+fn with_config(
+    files: &ModelFiles,
+    load: impl FnOnce(&TokenizerConfig<'_>) -> std::result::Result<ModelTokenizer, String>,
+) -> Result<ModelTokenizer> {
     let config = read(&files.config)?;
     let (special_tokens_map, tokenizer_config) = (read(&files.special_tokens_map)?, read(&files.tokenizer_config)?);
-    let bytes = TokenizerBytes {
-        tokenizer,
+    let config = TokenizerConfig {
         config: &config,
         special_tokens_map: &special_tokens_map,
         tokenizer_config: &tokenizer_config,
     };
-    ModelTokenizer::load(&bytes, max_tokens).map_err(|reason| Error::Runtime { path: files.tokenizer.clone(), reason })
+    load(&config).map_err(|reason| Error::Runtime { path: files.tokenizer.clone(), reason })
 }
 
-/// The tokenizer of `spec`, its `tokenizer.json` verified as read.
-fn verified_tokenizer(files: &ModelFiles, spec: &ModelSpec, max_tokens: usize) -> Result<ModelTokenizer> {
+/// The tokenizer of `spec`: from the saved compact tokenizer when there is a whole one for this
+/// `tokenizer.json` ([`super::derived`]), else from `tokenizer.json`, verified as read (and then
+/// saved compact, when `cache` is on and the directory can be written).
+fn verified_tokenizer(files: &ModelFiles, spec: &ModelSpec, max_tokens: usize, cache: bool) -> Result<ModelTokenizer> {
+    let sha = &spec.artefact("tokenizer").sha256;
+    let key = cache.then(|| Key::tokenizer(sha, super::unigram::BYTES_FORMAT));
+    if let Some((bytes, start)) = key.as_ref().and_then(|k| TOKENIZER.read(&files.dir, k)) {
+        let saved = bytes.get(start..).unwrap_or_default();
+        match with_config(files, |config| ModelTokenizer::load_saved(saved, config, max_tokens)) {
+            Ok(tokenizer) => return Ok(tokenizer),
+            // A whole file that does not read back (written by another version): replaced below.
+            Err(_) => TOKENIZER.remove(&files.dir),
+        }
+    }
     let bytes = read(&files.tokenizer)?;
-    models::verify_bytes(&files.tokenizer, &bytes, &spec.artefact("tokenizer").sha256)?;
-    tokenizer_from(files, &bytes, max_tokens)
+    models::verify_bytes(&files.tokenizer, &bytes, sha)?;
+    let tokenizer = with_config(files, |config| ModelTokenizer::load(&bytes, config, max_tokens))?;
+    // Only into a directory that can be written: `to_saved` reads `tokenizer.json` once more.
+    if let Some(key) = key.filter(|_| TOKENIZER.scratch(&files.dir).is_some())
+        && let Some(saved) = tokenizer.to_saved(&bytes)
+    {
+        // Best effort: the next process reads `tokenizer.json` again when this fails.
+        let _ = TOKENIZER.store(&files.dir, &key, &saved, &files.tokenizer);
+    }
+    Ok(tokenizer)
 }
 
 /// The session of `spec`: from the saved optimised graph when there is a whole one for this
-/// model, runtime and CPU ([`super::optimized`]), else from `model.onnx`, verified as read (and
+/// model, runtime and CPU ([`super::derived`]), else from `model.onnx`, verified as read (and
 /// then saved optimised, when `cache` is on and the directory can be written).
 fn session(files: &ModelFiles, spec: &ModelSpec, settings: SessionSettings<'_>, cache: bool) -> Result<OnnxModel> {
     let runtime_err = |reason: String| Error::Runtime { path: files.runtime.clone(), reason };
-    let key =
-        cache.then(|| optimized::Key::new(&spec.artefact("model").sha256, models::runtime_identity(&files.runtime)));
-    if let Some((bytes, start)) = key.as_ref().and_then(|k| optimized::read(&files.dir, k)) {
+    let key = cache.then(|| Key::graph(&spec.artefact("model").sha256, models::runtime_identity(&files.runtime)));
+    if let Some((bytes, start)) = key.as_ref().and_then(|k| OPTIMIZED.read(&files.dir, k)) {
         match OnnxModel::load_ort(settings, bytes, start) {
             Ok(model) => return Ok(model),
             // A graph this runtime cannot start: replaced from the model below.
-            Err(_) => optimized::remove(&files.dir),
+            Err(_) => OPTIMIZED.remove(&files.dir),
         }
     }
     let bytes = read(&files.model)?;
     models::verify_bytes(&files.model, &bytes, &spec.artefact("model").sha256)?;
-    let scratch = key.as_ref().and_then(|_| optimized::scratch(&files.dir));
+    let scratch = key.as_ref().and_then(|_| OPTIMIZED.scratch(&files.dir));
     let model = match OnnxModel::load(settings, &bytes, scratch.as_deref()) {
         Ok(model) => model,
         // Saving the optimised graph is an extra; a session that cannot save still runs.
@@ -204,7 +228,9 @@ fn session(files: &ModelFiles, spec: &ModelSpec, settings: SessionSettings<'_>, 
     };
     if let (Some(key), Some(saved)) = (key, scratch) {
         // Best effort: the next process starts from the model again when this fails.
-        let _ = optimized::store(&files.dir, &key, &saved, &files.model);
+        if let Ok(graph) = std::fs::read(&saved) {
+            let _ = OPTIMIZED.store(&files.dir, &key, &graph, &files.model);
+        }
     }
     Ok(model)
 }
@@ -223,7 +249,7 @@ impl FastEmbedder {
         let threads = options.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let settings = SessionSettings { runtime: &files.runtime, threads, arena: options.memory_arena };
         let (onnx, tokenizer) = std::thread::scope(|s| {
-            let tokenizer = s.spawn(|| verified_tokenizer(&files, spec, options.max_tokens));
+            let tokenizer = s.spawn(|| verified_tokenizer(&files, spec, options.max_tokens, options.optimized_cache));
             let onnx = session(&files, spec, settings, options.optimized_cache);
             (onnx, tokenizer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
         });

@@ -8,13 +8,14 @@
 //! only. Stored texts and queries are embedded apart ([`Embedder::embed`],
 //! [`Embedder::embed_query`]): models trained with instructions read them differently.
 
+mod derived;
 mod fast;
 mod hash;
 mod lazy;
 mod onnx;
-mod optimized;
 mod static_model;
 mod tokenizer;
+mod unigram;
 
 pub use fast::{EmbedOptions, FastEmbedder, read_tokenizer};
 pub use hash::HashEmbedder;
@@ -22,7 +23,8 @@ pub use lazy::LazyEmbedder;
 #[cfg(any(test, feature = "testing"))]
 pub(crate) use onnx::environment as onnx_environment;
 pub use static_model::StaticEmbedder;
-pub use tokenizer::{CompactUnigram, ModelTokenizer, TokenizerBytes};
+pub use tokenizer::{ModelTokenizer, TokenizerConfig};
+pub use unigram::CompactUnigram;
 
 use std::sync::Arc;
 

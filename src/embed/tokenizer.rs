@@ -1,340 +1,18 @@
 //! A model's tokenizer, loaded from its `tokenizer.json` the way fastembed loads it (padding to
 //! the longest text of a call, truncation, the special tokens of `special_tokens_map.json`),
-//! with one difference: a Unigram vocabulary (multilingual-e5-small's 250,000 pieces) is held
-//! as its pieces in one string and a table of hashes instead of the `tokenizers` crate's byte
-//! trie, whose nodes each own a hash map (`benches/embed`, part `memory`, measured that trie at
-//! most of e5's resident memory). Normalisation, pre-tokenisation, special tokens, offsets and post-processing are
-//! the `tokenizers` crate's own; the pieces and ids are the same as its Unigram model's, checked
-//! text by text over the shared corpus by `tests/integration/tokenizer_parity.rs`.
-
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
-use std::path::{Path, PathBuf};
+//! with one difference: a Unigram vocabulary is held compactly ([`CompactUnigram`]).
+//! Normalisation, pre-tokenisation, special tokens, offsets and post-processing are the
+//! `tokenizers` crate's own. A compact tokenizer can be saved as bytes and read back without
+//! parsing `tokenizer.json` or hashing its pieces again ([`ModelTokenizer::to_saved`]).
 
 use serde::Deserialize;
 use tokenizers::decoders::DecoderWrapper;
-use tokenizers::models::unigram::UnigramTrainer;
 use tokenizers::normalizers::NormalizerWrapper;
 use tokenizers::pre_tokenizers::PreTokenizerWrapper;
 use tokenizers::processors::PostProcessorWrapper;
-use tokenizers::{AddedToken, Encoding, Model, PaddingParams, PaddingStrategy, Token, TokenizerImpl, TruncationParams};
+use tokenizers::{AddedToken, Encoding, PaddingParams, PaddingStrategy, TokenizerImpl, TruncationParams};
 
-/// The score below the lowest piece's that a character no piece covers gets (sentencepiece's
-/// and the `tokenizers` crate's `K_UNK_PENALTY`).
-const UNK_PENALTY: f64 = 10.0;
-
-/// A Unigram vocabulary as its pieces in one string plus one table of 64-bit hashes, segmenting
-/// a pre-token by the same Viterbi search, scores and tie-breaking as the `tokenizers` crate's
-/// `Unigram` (with `fuse_unk`, no sampling), which walks a byte trie instead. The table holds
-/// every piece (its id, checked against the piece's text on lookup) and every proper prefix of a
-/// piece (a mark), so a candidate grows a character at a time, its hash with it, and stops as
-/// soon as no piece starts with it, as a trie walk would.
-#[derive(Debug, Clone)]
-pub struct CompactUnigram {
-    /// Every piece, in id order, back to back.
-    text: String,
-    /// Where piece `id` ends in `text` (it starts where piece `id - 1` ends).
-    ends: Vec<u32>,
-    /// [`key`] of a piece or of a proper prefix of one → [`Slot`].
-    table: HashMap<u64, Slot, BuildHasherDefault<KeyHasher>>,
-    scores: Vec<f64>,
-    unk_id: Option<u32>,
-    min_score: f64,
-    /// The longest piece, in bytes: no candidate is looked up beyond it.
-    max_len: usize,
-    byte_fallback: bool,
-}
-
-/// What the table knows of a string: the id of the piece it is (if any) and whether some
-/// longer piece starts with it.
-#[derive(Debug, Clone, Copy, Default)]
-struct Slot {
-    id: Option<u32>,
-    prefix: bool,
-}
-
-/// FNV-1a over bytes, extended one character at a time as a candidate grows.
-#[derive(Clone, Copy)]
-struct Fnv(u64);
-
-impl Fnv {
-    const START: Fnv = Fnv(0xcbf2_9ce4_8422_2325);
-
-    fn add(self, bytes: &[u8]) -> Fnv {
-        Fnv(bytes.iter().fold(self.0, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)))
-    }
-
-    /// The table's key: FNV's state mixed (splitmix64's finaliser) so every bit of it counts.
-    fn key(self) -> u64 {
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
-/// The key of a whole string.
-fn key(s: &str) -> u64 {
-    Fnv::START.add(s.as_bytes()).key()
-}
-
-/// Each prefix of `s` that ends on a character boundary, shortest first, as its length in bytes
-/// and its hash: a candidate piece grown one character at a time.
-fn prefixes(s: &str) -> impl Iterator<Item = (usize, Fnv)> + '_ {
-    s.char_indices().scan(Fnv::START, |h, (at, c)| {
-        let end = at + c.len_utf8();
-        *h = h.add(s.as_bytes().get(at..end).unwrap_or_default());
-        Some((end, *h))
-    })
-}
-
-/// Keys are already mixed: the table uses them as they are.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        self.0 = Fnv(self.0).add(bytes).key();
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-#[derive(Deserialize)]
-struct RawUnigram {
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
-    #[serde(default)]
-    unk_id: Option<usize>,
-    vocab: Vec<(String, f64)>,
-    #[serde(default)]
-    byte_fallback: bool,
-}
-
-impl<'de> Deserialize<'de> for CompactUnigram {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let raw = RawUnigram::deserialize(d)?;
-        if let Some(kind) = raw.kind.filter(|k| k != "Unigram") {
-            return Err(serde::de::Error::custom(format!("a {kind} model, not a Unigram one")));
-        }
-        CompactUnigram::new(raw.vocab, raw.unk_id, raw.byte_fallback).map_err(serde::de::Error::custom)
-    }
-}
-
-impl CompactUnigram {
-    /// A vocabulary of `(piece, score)` in id order. Errors as `tokenizers`' `Unigram::from`
-    /// does: an unknown-piece id outside the vocabulary.
-    pub fn new(vocab: Vec<(String, f64)>, unk_id: Option<usize>, byte_fallback: bool) -> Result<Self, String> {
-        if let Some(unk) = unk_id
-            && unk >= vocab.len()
-        {
-            return Err(format!("the unknown piece's id {unk} is outside the vocabulary of {}", vocab.len()));
-        }
-        let mut text = String::new();
-        let mut ends = Vec::with_capacity(vocab.len());
-        let mut scores = Vec::with_capacity(vocab.len());
-        let (mut min_score, mut max_len) = (f64::INFINITY, 0);
-        for (piece, score) in vocab {
-            max_len = max_len.max(piece.len());
-            min_score = min_score.min(score);
-            text.push_str(&piece);
-            ends.push(u32::try_from(text.len()).map_err(|_| "a vocabulary of more than 4 GiB of pieces")?);
-            scores.push(score);
-        }
-        let mut model = CompactUnigram {
-            text,
-            ends,
-            table: HashMap::default(),
-            scores,
-            unk_id: unk_id.map(|u| u as u32),
-            min_score,
-            max_len,
-            byte_fallback,
-        };
-        let mut table: HashMap<u64, Slot, BuildHasherDefault<KeyHasher>> = HashMap::default();
-        table.reserve(model.ends.len() * 2);
-        let mut keys = Vec::new();
-        for id in 0..model.ends.len() as u32 {
-            let piece = model.piece(id);
-            keys.clear();
-            keys.extend(prefixes(piece).map(|(_, h)| h.key()));
-            let Some(whole) = keys.pop() else { continue };
-            let slot = table.entry(whole).or_default();
-            if let Some(other) = slot.id
-                && model.piece(other) != piece
-            {
-                return Err(format!("two pieces share a 64-bit hash (ids {other} and {id})"));
-            }
-            // A piece listed twice keeps its last id, as in `tokenizers`.
-            slot.id = Some(id);
-            // Its proper prefixes, longest first: one already marked had every shorter one
-            // marked with it, so the marking stops there (most prefixes are shared).
-            for &key in keys.iter().rev() {
-                let slot = table.entry(key).or_default();
-                if slot.prefix {
-                    break;
-                }
-                slot.prefix = true;
-            }
-        }
-        table.shrink_to_fit();
-        model.table = table;
-        Ok(model)
-    }
-
-    /// The piece of `id` (empty for an id outside the vocabulary).
-    fn piece(&self, id: u32) -> &str {
-        let id = id as usize;
-        let start = id.checked_sub(1).and_then(|p| self.ends.get(p)).map_or(0, |&e| e as usize);
-        let end = self.ends.get(id).map_or(start, |&e| e as usize);
-        self.text.get(start..end).unwrap_or("")
-    }
-
-    /// The id of `candidate` if it is a piece (its key and text both match), and whether a
-    /// longer piece may start with it (a hash shared by chance only lengthens the search).
-    fn look(&self, key: u64, candidate: &str) -> (Option<u32>, bool) {
-        match self.table.get(&key) {
-            Some(slot) => (slot.id.filter(|&id| self.piece(id) == candidate), slot.prefix),
-            None => (None, false),
-        }
-    }
-
-    /// The id of `piece`, if it is one.
-    fn id(&self, piece: &str) -> Option<u32> {
-        self.look(key(piece), piece).0
-    }
-
-    fn unk(&self) -> tokenizers::Result<u32> {
-        self.unk_id.ok_or_else(|| "this Unigram vocabulary has no unknown piece".into())
-    }
-
-    /// The best segmentation of `s` as byte ranges, unknown characters fused into one range.
-    fn segment(&self, s: &str) -> tokenizers::Result<Vec<(usize, usize)>> {
-        #[derive(Clone, Copy)]
-        struct Best {
-            id: u32,
-            score: f64,
-            start: Option<usize>,
-        }
-        let size = s.len();
-        let unk_score = self.min_score - UNK_PENALTY;
-        let mut best = vec![Best { id: 0, score: 0.0, start: None }; size + 1];
-        let better = |best: &mut [Best], end: usize, id: u32, score: f64, start: usize| {
-            let node = &mut best[end];
-            if node.start.is_none() || score > node.score {
-                *node = Best { id, score, start: Some(start) };
-            }
-        };
-        let mut at = 0;
-        while at < size {
-            let till = best[at].score;
-            // `at` is always a character boundary: it only moves by whole characters.
-            let rest = s.get(at..).ok_or("a segmentation position inside a character")?;
-            let first = rest.chars().next().map_or(1, char::len_utf8);
-            let mut single = false;
-            // Candidates in increasing length, as the trie's common-prefix search yields them.
-            for (len, h) in prefixes(rest).take_while(|&(len, _)| len <= self.max_len) {
-                let candidate = rest.get(..len).ok_or("a candidate inside a character")?;
-                let (id, longer) = self.look(h.key(), candidate);
-                if let Some(id) = id {
-                    better(&mut best, at + len, id, self.scores[id as usize] + till, at);
-                    single |= len == first;
-                }
-                if !longer {
-                    break;
-                }
-            }
-            if !single {
-                better(&mut best, at + first, self.unk()?, unk_score + till, at);
-            }
-            at += first;
-        }
-        let mut out = Vec::new();
-        let mut end = size;
-        let mut unk_run: Option<usize> = None;
-        while end > 0 {
-            let node = best[end];
-            let start = node.start.ok_or("a position the segmentation never reached")?;
-            if Some(node.id) == self.unk_id {
-                // Runs of unknown pieces fuse into one (`fuse_unk`), ending where the first ended.
-                unk_run.get_or_insert(end);
-            } else {
-                if let Some(e) = unk_run.take() {
-                    out.push((end, e));
-                }
-                out.push((start, end));
-            }
-            end = start;
-        }
-        if let Some(e) = unk_run {
-            out.push((0, e));
-        }
-        out.reverse();
-        Ok(out)
-    }
-}
-
-impl Model for CompactUnigram {
-    type Trainer = UnigramTrainer;
-
-    fn tokenize(&self, sequence: &str) -> tokenizers::Result<Vec<Token>> {
-        if sequence.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut tokens = Vec::new();
-        for (start, end) in self.segment(sequence)? {
-            let piece = sequence.get(start..end).ok_or("a piece that does not end on a character boundary")?;
-            let id = match self.id(piece) {
-                Some(id) => id,
-                None if self.byte_fallback => {
-                    let bytes: Option<Vec<Token>> = piece
-                        .bytes()
-                        .map(|b| {
-                            let name = format!("<0x{b:02X}>");
-                            self.id(&name).map(|id| Token::new(id, name, (start, end)))
-                        })
-                        .collect();
-                    if let Some(bytes) = bytes {
-                        tokens.extend(bytes);
-                        continue;
-                    }
-                    self.unk()?
-                }
-                None => self.unk()?,
-            };
-            tokens.push(Token::new(id, piece.to_string(), (start, end)));
-        }
-        Ok(tokens)
-    }
-
-    fn token_to_id(&self, token: &str) -> Option<u32> {
-        self.id(token)
-    }
-
-    fn id_to_token(&self, id: u32) -> Option<String> {
-        ((id as usize) < self.ends.len()).then(|| self.piece(id).to_string())
-    }
-
-    fn get_vocab(&self) -> HashMap<String, u32> {
-        (0..self.ends.len() as u32).map(|id| (self.piece(id).to_string(), id)).collect()
-    }
-
-    fn get_vocab_size(&self) -> usize {
-        self.ends.len()
-    }
-
-    fn save(&self, _folder: &Path, _prefix: Option<&str>) -> tokenizers::Result<Vec<PathBuf>> {
-        Err("convdex's compact Unigram vocabulary is read-only; save the original tokenizer.json".into())
-    }
-
-    fn get_trainer(&self) -> UnigramTrainer {
-        UnigramTrainer::default()
-    }
-}
+use super::unigram::CompactUnigram;
 
 type Pipeline<M> = TokenizerImpl<M, NormalizerWrapper, PreTokenizerWrapper, PostProcessorWrapper, DecoderWrapper>;
 
@@ -365,11 +43,9 @@ macro_rules! each {
     };
 }
 
-/// The files a tokenizer is loaded from, as bytes (`tokenizer.json`, `config.json`,
-/// `special_tokens_map.json`, `tokenizer_config.json`).
-pub struct TokenizerBytes<'a> {
-    /// `tokenizer.json`.
-    pub tokenizer: &'a [u8],
+/// The three small files that configure a tokenizer: `config.json`, `special_tokens_map.json`
+/// and `tokenizer_config.json`, as bytes.
+pub struct TokenizerConfig<'a> {
     /// `config.json` (its `pad_token_id`).
     pub config: &'a [u8],
     /// `special_tokens_map.json`.
@@ -378,27 +54,103 @@ pub struct TokenizerBytes<'a> {
     pub tokenizer_config: &'a [u8],
 }
 
+/// What `tokenizer.json` holds besides its model, read as it is written.
+#[derive(Deserialize)]
+struct FileParts {
+    version: Option<serde_json::Value>,
+    truncation: Option<serde_json::Value>,
+    padding: Option<serde_json::Value>,
+    normalizer: Option<serde_json::Value>,
+    pre_tokenizer: Option<serde_json::Value>,
+    post_processor: Option<serde_json::Value>,
+    decoder: Option<serde_json::Value>,
+    #[serde(default)]
+    added_tokens: Vec<AddedToken>,
+}
+
+/// The first bytes of [`ModelTokenizer::to_saved`]'s output, with its layout's version.
+const SAVED_MAGIC: &[u8; 12] = b"convdex-tok1";
+
+fn bad(e: &dyn std::fmt::Display) -> String {
+    format!("tokenizer.json cannot be read as a tokenizer: {e}")
+}
+
 impl ModelTokenizer {
-    /// Loads a tokenizer that pads each call to its longest text and truncates at
-    /// `max_tokens` (or the model's own limit when lower), with the special tokens of
-    /// `special_tokens_map.json`: what fastembed's `load_tokenizer` builds. Errors say which
+    /// Loads a tokenizer from `tokenizer.json` that pads each call to its longest text and
+    /// truncates at `max_tokens` (or the model's own limit when lower), with the special tokens
+    /// of `special_tokens_map.json`: what fastembed's `load_tokenizer` builds. Errors say which
     /// file is wrong.
-    pub fn load(files: &TokenizerBytes<'_>, max_tokens: usize) -> Result<ModelTokenizer, String> {
+    pub fn load(tokenizer: &[u8], config: &TokenizerConfig<'_>, max_tokens: usize) -> Result<ModelTokenizer, String> {
+        // A Unigram vocabulary is held compactly; any other model, or a vocabulary the compact
+        // form cannot hold (two pieces sharing a hash), as `tokenizers` builds it.
+        let t = match serde_json::from_slice(tokenizer) {
+            Ok(compact) => ModelTokenizer::Compact(Box::new(compact)),
+            Err(_) => {
+                ModelTokenizer::Other(Box::new(tokenizers::Tokenizer::from_bytes(tokenizer).map_err(|e| bad(&e))?))
+            }
+        };
+        t.configure(config, max_tokens)
+    }
+
+    /// The compact tokenizer loaded from `tokenizer.json`, as bytes that
+    /// [`ModelTokenizer::load_saved`] reads back without parsing or hashing the vocabulary
+    /// again: `tokenizer.json` without its vocabulary, its added tokens, and the vocabulary as
+    /// [`CompactUnigram::to_bytes`] writes it. `None` for a tokenizer that is not
+    /// [`ModelTokenizer::Compact`] or a `tokenizer.json` that is not the one it was loaded from.
+    pub fn to_saved(&self, tokenizer: &[u8]) -> Option<Vec<u8>> {
+        let ModelTokenizer::Compact(p) = self else { return None };
+        let rest: FileParts = serde_json::from_slice(tokenizer).ok()?;
+        let mut pipeline = serde_json::Map::new();
+        for (name, value) in [
+            ("version", rest.version),
+            ("truncation", rest.truncation),
+            ("padding", rest.padding),
+            ("normalizer", rest.normalizer),
+            ("pre_tokenizer", rest.pre_tokenizer),
+            ("post_processor", rest.post_processor),
+            ("decoder", rest.decoder),
+        ] {
+            pipeline.insert(name.into(), value.unwrap_or_default());
+        }
+        // A one-piece model in its place, replaced by the saved vocabulary when read back.
+        pipeline.insert(
+            "model".into(),
+            serde_json::json!({"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]], "byte_fallback": false}),
+        );
+        let parts = [
+            serde_json::to_vec(&pipeline).ok()?,
+            serde_json::to_vec(&rest.added_tokens).ok()?,
+            p.get_model().to_bytes(),
+        ];
+        let mut out = SAVED_MAGIC.to_vec();
+        for part in &parts {
+            out.extend_from_slice(&u32::try_from(part.len()).ok()?.to_le_bytes());
+            out.extend_from_slice(part);
+        }
+        Some(out)
+    }
+
+    /// A tokenizer from [`ModelTokenizer::to_saved`]'s bytes, configured as
+    /// [`ModelTokenizer::load`] configures one. Errors when the bytes are not such a tokenizer.
+    pub fn load_saved(saved: &[u8], config: &TokenizerConfig<'_>, max_tokens: usize) -> Result<ModelTokenizer, String> {
+        let parts = saved_parts(saved).ok_or("not a tokenizer saved by convdex (cut short or another version)")?;
+        let [pipeline, added, vocab] = parts;
+        let mut p: Pipeline<CompactUnigram> = serde_json::from_slice(pipeline).map_err(|e| bad(&e))?;
+        let added: Vec<AddedToken> = serde_json::from_slice(added).map_err(|e| bad(&e))?;
+        p.with_model(CompactUnigram::from_bytes(vocab).ok_or("a saved vocabulary that does not read back")?);
+        // Added after the model, as `tokenizers` adds them when it reads `tokenizer.json`.
+        p.add_tokens(added).map_err(|e| bad(&e))?;
+        ModelTokenizer::Compact(Box::new(p)).configure(config, max_tokens)
+    }
+
+    /// Padding, truncation and special tokens as fastembed sets them.
+    fn configure(mut self, files: &TokenizerConfig<'_>, max_tokens: usize) -> Result<ModelTokenizer, String> {
         let json = |what: &str, bytes: &[u8]| {
             serde_json::from_slice::<serde_json::Value>(bytes).map_err(|e| format!("{what} is not valid JSON: {e}"))
         };
         let config = json("config.json", files.config)?;
         let specials = json("special_tokens_map.json", files.special_tokens_map)?;
         let tokenizer_config = json("tokenizer_config.json", files.tokenizer_config)?;
-        let bad = |e: &dyn std::fmt::Display| format!("tokenizer.json cannot be read as a tokenizer: {e}");
-        // A Unigram vocabulary is held compactly; any other model, or a vocabulary the compact
-        // form cannot hold (two pieces sharing a hash), as `tokenizers` builds it.
-        let mut t = match serde_json::from_slice(files.tokenizer) {
-            Ok(compact) => ModelTokenizer::Compact(Box::new(compact)),
-            Err(_) => ModelTokenizer::Other(Box::new(
-                tokenizers::Tokenizer::from_bytes(files.tokenizer).map_err(|e| bad(&e))?,
-            )),
-        };
         let model_max = tokenizer_config["model_max_length"]
             .as_f64()
             .ok_or("tokenizer_config.json has no numeric `model_max_length`")?;
@@ -407,8 +159,8 @@ impl ModelTokenizer {
         let pad_token: String =
             pad.as_str().or_else(|| pad["content"].as_str()).ok_or("tokenizer_config.json has no `pad_token`")?.into();
         let pad_id =
-            config["pad_token_id"].as_u64().map(|id| id as u32).or_else(|| t.token_to_id(&pad_token)).unwrap_or(0);
-        each!(&mut t, p => {
+            config["pad_token_id"].as_u64().map(|id| id as u32).or_else(|| self.token_to_id(&pad_token)).unwrap_or(0);
+        each!(&mut self, p => {
             p.with_padding(Some(PaddingParams {
                 strategy: PaddingStrategy::BatchLongest,
                 pad_token,
@@ -420,7 +172,7 @@ impl ModelTokenizer {
                 p.add_special_tokens([token]).map_err(|e| bad(&e))?;
             }
         });
-        Ok(t)
+        Ok(self)
     }
 
     /// The id of a piece or added token.
@@ -478,61 +230,85 @@ fn special_tokens(map: &serde_json::Value) -> Vec<AddedToken> {
         .collect()
 }
 
+/// The three parts of [`ModelTokenizer::to_saved`]'s bytes, each after its length.
+fn saved_parts(saved: &[u8]) -> Option<[&[u8]; 3]> {
+    let mut rest = saved.strip_prefix(SAVED_MAGIC.as_slice())?;
+    let mut part = || {
+        let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+        let (part, after) = (rest.get(4..4usize.checked_add(len)?)?, rest.get(4 + len..)?);
+        rest = after;
+        Some(part)
+    };
+    let parts = [part()?, part()?, part()?];
+    rest.is_empty().then_some(parts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokenizers::models::unigram::Unigram;
 
-    fn vocab() -> Vec<(String, f64)> {
-        [
-            ("<unk>", 0.0),
-            ("a", -1.0),
-            ("b", -2.0),
-            ("ab", -2.5),
-            ("abc", -4.0),
-            ("c", -1.5),
-            ("界", -3.0),
-            ("世界", -3.5),
-        ]
-        .iter()
-        .map(|(p, s)| (p.to_string(), *s))
-        .collect()
-    }
+    /// A small Unigram `tokenizer.json` in e5's shape: Metaspace pre-tokenizer, an added token
+    /// beyond the vocabulary (`<mask>`, as e5's is).
+    const UNIGRAM: &str = r#"{
+        "version": "1.0", "truncation": null, "padding": null,
+        "added_tokens": [
+            {"id": 0, "content": "<unk>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+            {"id": 9, "content": "<mask>", "single_word": false, "lstrip": true, "rstrip": false, "normalized": false, "special": true}
+        ],
+        "normalizer": null,
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
+        "post_processor": null, "decoder": null,
+        "model": {"type": "Unigram", "unk_id": 0, "byte_fallback": false, "vocab": [
+            ["<unk>", 0.0], ["▁", -1.0], ["a", -1.5], ["b", -2.0], ["ab", -2.5], ["▁ab", -2.0],
+            ["世界", -3.0], ["界", -3.5], ["▁世", -4.0]
+        ]}
+    }"#;
 
-    #[test]
-    fn segments_as_the_tokenizers_unigram_does_including_unknown_runs_and_ties() {
-        let ours = CompactUnigram::new(vocab(), Some(0), false).unwrap();
-        let theirs = Unigram::from(vocab(), Some(0), false).unwrap();
-        for text in ["abc", "ababc", "xyzab", "a世界b", "界界x", "ab界zz世", "cba", "ééé", "a\u{1F600}b", ""] {
-            let a: Vec<(u32, String, (usize, usize))> =
-                ours.tokenize(text).unwrap().into_iter().map(|t| (t.id, t.value, t.offsets)).collect();
-            let b: Vec<(u32, String, (usize, usize))> =
-                theirs.tokenize(text).unwrap().into_iter().map(|t| (t.id, t.value, t.offsets)).collect();
-            assert_eq!(a, b, "{text:?}");
+    fn config() -> TokenizerConfig<'static> {
+        TokenizerConfig {
+            config: br#"{"pad_token_id": 0}"#,
+            special_tokens_map: br#"{"unk_token": "<unk>", "mask_token": "<mask>"}"#,
+            tokenizer_config: br#"{"model_max_length": 512, "pad_token": "<unk>"}"#,
         }
     }
 
-    #[test]
-    fn a_vocabulary_without_an_unknown_piece_errors_instead_of_panicking() {
-        let ours = CompactUnigram::new(vocab(), None, false).unwrap();
-        assert!(ours.tokenize("zz").is_err());
-        assert_eq!(ours.tokenize("ab").unwrap().len(), 1);
-        assert!(CompactUnigram::new(vocab(), Some(99), false).is_err());
+    /// Each text's ids and offsets.
+    type Encoded = Vec<(Vec<u32>, Vec<(usize, usize)>)>;
+
+    fn encoded(t: &mut ModelTokenizer, texts: &[&str]) -> Encoded {
+        let batch: Vec<String> = texts.iter().map(|s| s.to_string()).collect();
+        let mut out: Vec<_> =
+            t.encode_batch(&batch).unwrap().iter().map(|e| (e.get_ids().to_vec(), e.get_offsets().to_vec())).collect();
+        out.extend(texts.iter().map(|s| {
+            let e = t.encode_whole(s).unwrap();
+            (e.get_ids().to_vec(), e.get_offsets().to_vec())
+        }));
+        out
     }
 
     #[test]
-    fn a_piece_listed_twice_keeps_its_last_id_as_in_tokenizers() {
-        let mut twice = vocab();
-        twice.push(("ab".to_string(), -0.5));
-        let ours = CompactUnigram::new(twice.clone(), Some(0), false).unwrap();
-        let theirs = Unigram::from(twice, Some(0), false).unwrap();
-        for text in ["ab", "abab", "cab"] {
-            let a: Vec<u32> = ours.tokenize(text).unwrap().into_iter().map(|t| t.id).collect();
-            let b: Vec<u32> = theirs.tokenize(text).unwrap().into_iter().map(|t| t.id).collect();
-            assert_eq!(a, b, "{text:?}");
+    fn a_saved_compact_tokenizer_encodes_as_the_one_loaded_from_tokenizer_json() {
+        let texts = ["ab ab", "a <mask> b", "世界 ab界", "zz 世", "", "<mask>"];
+        let mut loaded = ModelTokenizer::load(UNIGRAM.as_bytes(), &config(), 16).unwrap();
+        let saved = loaded.to_saved(UNIGRAM.as_bytes()).unwrap();
+        assert!(saved.len() < UNIGRAM.len() * 2);
+        let mut back = ModelTokenizer::load_saved(&saved, &config(), 16).unwrap();
+        assert_eq!(back.token_to_id("<mask>"), Some(9));
+        assert_eq!(encoded(&mut back, &texts), encoded(&mut loaded, &texts));
+        // Damaged or foreign bytes are an error, never a panic.
+        for n in [0, 5, 12, 20, saved.len() / 2, saved.len() - 1] {
+            assert!(ModelTokenizer::load_saved(&saved[..n], &config(), 16).is_err(), "cut at {n}");
         }
-        assert_eq!(ours.token_to_id("ab"), theirs.token_to_id("ab"));
-        assert_eq!(ours.id_to_token(3).as_deref(), Some("ab"));
-        assert_eq!(ours.id_to_token(99), None);
+        assert!(ModelTokenizer::load_saved(UNIGRAM.as_bytes(), &config(), 16).is_err());
+    }
+
+    #[test]
+    fn only_a_compact_tokenizer_is_saved() {
+        let word_level = r#"{"version": "1.0", "added_tokens": [], "normalizer": null,
+            "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null, "decoder": null,
+            "model": {"type": "WordLevel", "vocab": {"<unk>": 0, "a": 1}, "unk_token": "<unk>"}}"#;
+        let t = ModelTokenizer::load(word_level.as_bytes(), &config(), 16).unwrap();
+        assert!(matches!(t, ModelTokenizer::Other(_)));
+        assert!(t.to_saved(word_level.as_bytes()).is_none());
     }
 }

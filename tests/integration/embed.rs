@@ -301,30 +301,35 @@ fn a_model_directory_with_a_non_ascii_path_loads() {
 /// loads start from that file and give the very same vectors. A saved graph damaged in place is
 /// never used: the load starts from the model again and saves a whole file.
 #[test]
-fn the_saved_optimised_graph_gives_the_same_vectors_and_is_replaced_when_damaged() {
+fn the_saved_graph_and_tokenizer_give_the_same_vectors_and_are_replaced_when_damaged() {
     let dir = tempfile::Builder::new().prefix("模型 ").tempdir().unwrap();
     copy_model_to(dir.path());
-    let saved = dir.path().join("model.optimized.ort");
+    let derived = [dir.path().join("model.optimized.ort"), dir.path().join("tokenizer.compact")];
     let options = || EmbedOptions::default().model_dir(dir.path());
     let texts = ["数据库迁移的决定", "why did we pick redb over sqlite", "認証のバグを直した", "src/auth.rs 에러"];
     let embed = |m: &FastEmbedder| (m.embed(&texts).unwrap(), m.embed_query(texts[1]).unwrap());
 
     let plain = embed(&FastEmbedder::with_options(options().optimized_cache(false)).unwrap());
-    assert!(!saved.exists(), "with the cache off nothing is saved");
+    assert!(derived.iter().all(|p| !p.exists()), "with the cache off nothing is saved");
     let first = embed(&FastEmbedder::with_options(options()).unwrap());
-    let whole = std::fs::read(&saved).expect("the first load saves the optimised graph");
+    let whole: Vec<Vec<u8>> =
+        derived.iter().map(|p| std::fs::read(p).expect("the first load saves graph and tokenizer")).collect();
     let from_saved = embed(&FastEmbedder::with_options(options()).unwrap());
     assert_eq!(first, plain);
-    assert_eq!(from_saved, plain, "the saved graph gives the model's vectors");
-    assert_eq!(std::fs::read(&saved).unwrap(), whole, "a whole saved graph is used, not rewritten");
+    assert_eq!(from_saved, plain, "the saved graph and tokenizer give the model's vectors");
+    for (path, bytes) in derived.iter().zip(&whole) {
+        assert_eq!(&std::fs::read(path).unwrap(), bytes, "a whole saved file is used, not rewritten");
+    }
 
-    let mut damaged = whole.clone();
-    let middle = damaged.len() / 2;
-    damaged[middle] ^= 0x40;
-    std::fs::write(&saved, &damaged).unwrap();
-    assert_eq!(embed(&FastEmbedder::with_options(options()).unwrap()), plain);
-    assert_eq!(std::fs::read(&saved).unwrap().len(), whole.len(), "replaced by a whole one");
-    assert_eq!(embed(&FastEmbedder::with_options(options()).unwrap()), plain);
+    for (path, bytes) in derived.iter().zip(&whole) {
+        let mut damaged = bytes.clone();
+        let middle = damaged.len() / 2;
+        damaged[middle] ^= 0x40;
+        std::fs::write(path, &damaged).unwrap();
+        assert_eq!(embed(&FastEmbedder::with_options(options()).unwrap()), plain);
+        assert_eq!(std::fs::read(path).unwrap().len(), bytes.len(), "replaced by a whole one");
+        assert_eq!(embed(&FastEmbedder::with_options(options()).unwrap()), plain);
+    }
     let stray: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -3,12 +3,13 @@
 //! crate's own Unigram model on every kind of text the shared data holds: every string of
 //! every JSON line of the transcripts, agent histories and edge-case fixtures (Chinese,
 //! Japanese, Korean, Windows paths, code, tool output), plus texts at the edges (unknown
-//! characters, special-token look-alikes, long runs without a space). A mismatch is reported
-//! by file and position, never by its text.
+//! characters, special-token look-alikes, long runs without a space); and so does the same
+//! tokenizer saved as later processes read it (`tokenizer.compact`) and read back. A mismatch
+//! is reported by file and position, never by its text.
 
 use std::path::{Path, PathBuf};
 
-use convdex::embed::{ModelTokenizer, read_tokenizer};
+use convdex::embed::{ModelTokenizer, TokenizerConfig, read_tokenizer};
 use convdex::models::{Manifest, locate_model};
 
 /// At most this many bytes of text from one file, and this many from one string.
@@ -110,6 +111,11 @@ fn the_compact_vocabulary_tokenizes_the_whole_shared_corpus_exactly_as_tokenizer
     let mut ours = read_tokenizer(&files, 256).unwrap();
     assert!(matches!(ours, ModelTokenizer::Compact(_)), "e5's Unigram vocabulary is held compactly");
     let tok = std::fs::read(&files.tokenizer).unwrap();
+    // The same tokenizer saved as later processes read it (`tokenizer.compact`) and read back.
+    let small: Vec<Vec<u8>> =
+        [&files.config, &files.special_tokens_map, &files.tokenizer_config].map(|p| std::fs::read(p).unwrap()).into();
+    let config = TokenizerConfig { config: &small[0], special_tokens_map: &small[1], tokenizer_config: &small[2] };
+    let mut saved = ModelTokenizer::load_saved(&ours.to_saved(&tok).unwrap(), &config, 256).unwrap();
     let mut theirs = tokenizers::Tokenizer::from_bytes(&tok).unwrap();
     theirs.with_padding(None);
     theirs.with_truncation(None).unwrap();
@@ -129,20 +135,24 @@ fn the_compact_vocabulary_tokenizes_the_whole_shared_corpus_exactly_as_tokenizer
         .collect();
     let (mut tokens, mut mismatched) = (0usize, Vec::new());
     for (where_, text) in &all {
-        let a = ours.encode_whole(text).unwrap();
         let b = theirs.encode(*text, false).unwrap();
         tokens += b.len();
-        if a.get_ids() != b.get_ids() || a.get_offsets() != b.get_offsets() {
-            mismatched.push(where_.clone());
+        for (which, t) in [("", &mut ours), (" (saved and read back)", &mut saved)] {
+            let a = t.encode_whole(text).unwrap();
+            if a.get_ids() != b.get_ids() || a.get_offsets() != b.get_offsets() {
+                mismatched.push(format!("{where_}{which}"));
+            }
         }
     }
     // The call that feeds the model: special tokens and truncation at 256, as fastembed set them.
     theirs.with_truncation(Some(tokenizers::TruncationParams { max_length: 256, ..Default::default() })).unwrap();
     for (where_, text) in all.iter().step_by(7) {
-        let a = ours.encode_batch(&[text.to_string()]).unwrap();
         let b = theirs.encode(*text, true).unwrap();
-        if a[0].get_ids() != b.get_ids() || a[0].get_attention_mask() != b.get_attention_mask() {
-            mismatched.push(format!("{where_} (with special tokens, truncated)"));
+        for (which, t) in [("", &ours), (", saved and read back", &saved)] {
+            let a = t.encode_batch(&[text.to_string()]).unwrap();
+            if a[0].get_ids() != b.get_ids() || a[0].get_attention_mask() != b.get_attention_mask() {
+                mismatched.push(format!("{where_} (with special tokens, truncated{which})"));
+            }
         }
     }
     println!(
