@@ -22,7 +22,8 @@
 //! Run: `cargo bench --bench cold` (needs `make models`). `CONVDEX_BENCH_PARTS=search,hooks,peer,recall`
 //! picks parts; `CONVDEX_BENCH_COLD=20,100000` sets projects and documents;
 //! `CONVDEX_BENCH_RUNS=20` the runs per mode; `CONVDEX_BENCH_AGAINST=path/to/convdex[,…]` times
-//! the cold searches of other builds (baselines) and this one in turns, a table per baseline.
+//! the cold searches of other builds (baselines) and this one in turns, a table per baseline;
+//! `CONVDEX_BENCH_KEEP=1` keeps the search part's data dir (to profile against) and prints where.
 
 mod common;
 
@@ -469,9 +470,13 @@ fn search(runs: usize) {
         [p, d] => (p, d),
         _ => (20, 100_000),
     };
-    let dir = tempfile::tempdir().unwrap();
+    let mut dir = tempfile::tempdir().unwrap();
     let built = build(dir.path(), projects, docs);
     println!("{projects} projects, {docs} documents, built in {:.1} s; {runs} runs per mode", built.as_secs_f64());
+    if std::env::var_os("CONVDEX_BENCH_KEEP").is_some() {
+        dir.disable_cleanup(true);
+        println!("data dir kept (CONVDEX_BENCH_KEEP): {}", dir.path().display());
+    }
     println!();
     println!("| `convdex search … --limit 10` | p50 ms | p95 ms | peak RSS MB |");
     println!("|---|---:|---:|---:|");

@@ -6,7 +6,8 @@
 //! Run: `cargo bench --bench embed` (prints a markdown table). Seeded synthetic texts.
 //! `CONVDEX_BENCH_PARTS=memory` runs the tokenizer and memory tables instead, and
 //! `CONVDEX_BENCH_PARTS=load` the time a fresh process takes to load the default model, from
-//! `model.onnx` and from the saved optimised graph and compact tokenizer.
+//! `model.onnx` and from the saved optimised graph and compact tokenizer, and
+//! `CONVDEX_BENCH_PARTS=spin` bulk and query embedding with idle threads spinning or sleeping.
 
 use std::time::{Duration, Instant};
 
@@ -223,6 +224,61 @@ fn load_child(spec: &str) {
     println!("{:.1} {:.1} {:.0}", load.as_secs_f64() * 1e3, start.elapsed().as_secs_f64() * 1e3, peak_mb());
 }
 
+/// A child of the spin table: the default model with idle threads spinning or not embeds 192
+/// mixed texts in bulk, then 30 queries one at a time; prints texts/s and query ms.
+fn spin_child(on: bool) {
+    let e = FastEmbedder::with_options(EmbedOptions::default().spin_wait(on)).unwrap();
+    let mut rng = Lcg(SEED);
+    let mixed: Vec<String> = (0..192).flat_map(|i| texts(1, [4usize, 30, 120, 220][i % 4], &mut rng)).collect();
+    let refs: Vec<&str> = mixed.iter().map(String::as_str).collect();
+    e.embed(&refs[..8]).unwrap();
+    let bulk = time(|| {
+        e.embed(&refs).unwrap();
+    });
+    let queries = time(|| {
+        for q in refs.iter().step_by(6).take(30) {
+            e.embed_query(q).unwrap();
+        }
+    });
+    println!("{:.2} {:.2}", refs.len() as f64 / bulk.as_secs_f64(), queries.as_secs_f64() * 1e3 / 30.0);
+}
+
+/// The spin table: idle intra-op threads spinning (ONNX Runtime's default) or sleeping
+/// (convdex's), a fresh process each, in turns, `CONVDEX_BENCH_RUNS` rounds (default 5).
+fn spin_grid() {
+    let runs: usize = std::env::var("CONVDEX_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
+    let mut got: [Vec<[f64; 2]>; 2] = [Vec::new(), Vec::new()];
+    for _ in 0..runs {
+        for (k, on) in ["on", "off"].iter().enumerate() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .env("CONVDEX_BENCH_EMBED_CHILD", format!("spin:{on}"))
+                .output()
+                .unwrap();
+            let v: Vec<f64> =
+                String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            if let [a, b] = v[..] {
+                got[k].push([a, b]);
+            }
+        }
+    }
+    let median = |rows: &[[f64; 2]], i: usize| {
+        let mut v: Vec<f64> = rows.iter().map(|r| r[i]).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    println!();
+    println!(
+        "| default model, idle intra-op threads ({runs} rounds in turns) | bulk texts/s (192 mixed) | query ms | vs spinning |"
+    );
+    println!("|---|---:|---:|---:|");
+    let base = median(&got[0], 0);
+    for (k, label) in ["spinning (`spin_wait(true)`, ONNX Runtime's default)", "sleeping (default)"].iter().enumerate()
+    {
+        let (rate, query) = (median(&got[k], 0), median(&got[k], 1));
+        println!("| {label} | {rate:.1} | {query:.1} | {:.2}× |", rate / base);
+    }
+}
+
 /// The load table: a fresh process loads the default model, `CONVDEX_BENCH_RUNS` times (default
 /// 7) per row, from a copy of its files (hard links where possible).
 fn load_grid() {
@@ -293,6 +349,9 @@ fn main() {
         return;
     }
     if let Ok(spec) = std::env::var("CONVDEX_BENCH_EMBED_CHILD") {
+        if let Some(on) = spec.strip_prefix("spin:") {
+            return spin_child(on == "on");
+        }
         return match spec.strip_prefix("load:") {
             Some(spec) => load_child(spec),
             None => memory_child(&spec),
@@ -303,6 +362,9 @@ fn main() {
     }
     if std::env::var("CONVDEX_BENCH_PARTS").is_ok_and(|p| p == "memory") {
         return memory_grid();
+    }
+    if std::env::var("CONVDEX_BENCH_PARTS").is_ok_and(|p| p == "spin") {
+        return spin_grid();
     }
     let mut rng = Lcg(SEED);
     let models: Vec<String> = convdex::models::Manifest::builtin().models.iter().map(|m| m.name.clone()).collect();

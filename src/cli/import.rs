@@ -48,7 +48,7 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<()> {
         convdex::normalize_name(&file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
     });
     let tenant = a.tenant.unwrap_or_else(convdex::default_tenant);
-    let index = ctx.index()?;
+    let index = ctx.bulk_index()?;
     let coll = index.collection(&tenant, &project)?;
     let mut report = convdex::import_conversations(&coll, &good)?;
     report.invalid = bad;

@@ -62,7 +62,7 @@ pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
         (true, _) => vec![convdex::default_history()],
     };
     let start = std::time::Instant::now();
-    let index = ctx.index()?;
+    let index = ctx.bulk_index()?;
     // Collections built with another model move to the configured one first (resumable; they
     // answer with their old model until then).
     super::migrate::migrate_all(&index, None, a.json)?;
@@ -159,6 +159,7 @@ fn hook(ctx: &Ctx, options: IndexOptions) -> anyhow::Result<()> {
     // (an MCP server's `index`, a manual run) than an interactive command would.
     let mut opts = ctx.options()?;
     opts.collection.lock_wait = std::time::Duration::from_secs(30);
+    opts.embed.spin_wait = true;
     let index = Index::open(&ctx.dir, opts)?;
     convdex::index_paths(&index, &[path], &options).context("indexing failed")?;
     Ok(())

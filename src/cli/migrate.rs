@@ -22,7 +22,7 @@ pub struct MigrateArgs {
 
 /// Runs `convdex migrate`.
 pub fn run(ctx: &Ctx, a: MigrateArgs) -> anyhow::Result<()> {
-    let index = ctx.index()?;
+    let index = ctx.bulk_index()?;
     if a.dry_run {
         let found = index.migrations(a.project.as_deref())?;
         skipped(&found.skipped);

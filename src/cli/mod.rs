@@ -89,6 +89,15 @@ impl Ctx {
         Ok(Index::open(&self.dir, self.options()?)?)
     }
 
+    /// The index for a command that embeds many texts (`index`, `import`, `migrate`): ONNX
+    /// Runtime's idle threads spin between calls ([`convdex::EmbedOptions::spin_wait`]), which
+    /// `benches/embed` (part `spin`) measured about 10 % faster for bulk embedding.
+    pub fn bulk_index(&self) -> anyhow::Result<Index> {
+        let mut options = self.options()?;
+        options.embed.spin_wait = true;
+        Ok(Index::open(&self.dir, options)?)
+    }
+
     /// Indexing options with the config file applied.
     pub fn index_options(&self, mut options: IndexOptions) -> anyhow::Result<IndexOptions> {
         apply_config(self.config.as_deref(), &mut options)?;

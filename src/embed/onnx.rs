@@ -58,12 +58,14 @@ pub(crate) struct OnnxModel {
     type_ids: bool,
 }
 
-/// How a session is built: ONNX Runtime's library, intra-op threads, its CPU memory arena.
+/// How a session is built: ONNX Runtime's library, intra-op threads, its CPU memory arena,
+/// whether idle intra-op threads spin.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SessionSettings<'a> {
     pub runtime: &'a Path,
     pub threads: usize,
     pub arena: bool,
+    pub spin: bool,
 }
 
 impl SessionSettings<'_> {
@@ -77,6 +79,8 @@ impl SessionSettings<'_> {
             .with_optimization_level(level)
             .map_err(|e| e.to_string())?
             .with_intra_threads(self.threads)
+            .map_err(|e| e.to_string())?
+            .with_intra_op_spinning(self.spin)
             .map_err(|e| e.to_string())
     }
 }

@@ -312,14 +312,24 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking) -> Vec
     });
     let mut slots: Vec<Option<(usize, Candidate)>> = all.into_iter().map(Some).collect();
     let mut out: Vec<Ranked> = Vec::with_capacity(order.len());
-    let mut first_of: HashMap<(usize, String, String), usize> = HashMap::new();
+    // (pool, hash of session and folded content) → the first hit kept with it. A hash shared by
+    // different content (never seen; 64 bits) only keeps both.
+    let mut first_of: HashMap<(usize, u64), usize> = HashMap::new();
+    let mut scratch = String::new();
     for i in order {
         let Some((pool, candidate)) = slots[i].take() else { continue };
-        let key = (pool, candidate.doc.session_id.clone(), fold_key(&candidate.doc.content));
+        let key = (pool, fold_hash(&candidate.doc.session_id, &candidate.doc.content, &mut scratch));
+        let same = |at: &usize| {
+            let kept: &Document = &out[*at].candidate.doc;
+            kept.session_id == candidate.doc.session_id
+                && kept.content.split_whitespace().eq(candidate.doc.content.split_whitespace())
+        };
         match first_of.get(&key) {
-            Some(&at) => out[at].folded += 1,
-            None => {
-                first_of.insert(key, out.len());
+            Some(&at) if same(&at) => out[at].folded += 1,
+            found => {
+                if found.is_none() {
+                    first_of.insert(key, out.len());
+                }
                 out.push(Ranked { pool, candidate, score: scores[i], folded: 0 });
             }
         }
@@ -327,9 +337,28 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking) -> Vec
     out
 }
 
-/// Content as compared for folding: whitespace runs collapsed, case kept.
-fn fold_key(content: &str) -> String {
-    content.split_whitespace().collect::<Vec<_>>().join(" ")
+/// A hash of a session id and of content as compared for folding (whitespace runs collapsed,
+/// case kept). Content already in that form (most is) is hashed as it is; `scratch` holds the
+/// collapsed form of the rest.
+fn fold_hash(session: &str, content: &str, scratch: &mut String) -> u64 {
+    let collapsed = !content.starts_with(char::is_whitespace)
+        && !content.ends_with(char::is_whitespace)
+        && !content.contains(|c: char| c.is_whitespace() && c != ' ')
+        && !content.contains("  ");
+    let folded = if collapsed {
+        content
+    } else {
+        scratch.clear();
+        for (n, word) in content.split_whitespace().enumerate() {
+            if n > 0 {
+                scratch.push(' ');
+            }
+            scratch.push_str(word);
+        }
+        scratch.as_str()
+    };
+    let session = xxhash_rust::xxh3::xxh3_64(session.as_bytes());
+    xxhash_rust::xxh3::xxh3_64_with_seed(folded.as_bytes(), session)
 }
 
 /// `(x − mean) / sd` of each value.
@@ -619,6 +648,20 @@ mod tests {
         assert_eq!(r.len(), 2, "{:?}", order(&r));
         assert_eq!(r[0].folded, 1);
         assert_eq!(r[1].candidate.doc.session_id, "b", "another session's copy stays");
+    }
+
+    #[test]
+    fn folding_hashes_collapse_whitespace_only() {
+        let mut scratch = String::new();
+        let mut h = |session: &str, content: &str| fold_hash(session, content, &mut scratch);
+        let plain = h("s", "a b 数据 c");
+        for same in ["a b 数据 c", " a b 数据 c", "a  b 数据 c ", "a\tb\n\n数据\u{3000}c"] {
+            assert_eq!(h("s", same), plain, "{same:?}");
+        }
+        assert_ne!(h("s", "A b 数据 c"), plain, "case is kept");
+        assert_ne!(h("t", "a b 数据 c"), plain, "sessions are apart");
+        assert_ne!(h("s", "ab 数据 c"), plain);
+        assert_eq!(h("s", ""), h("s", " \n\t"));
     }
 
     #[test]
