@@ -140,6 +140,33 @@ impl Index {
         Ok(Across { found: out, skipped })
     }
 
+    /// [`Index::each_of`] with the collections answering in parallel (each on its own, so no
+    /// two tasks take one collection's locks), each given its input (`inputs`, one per
+    /// collection, in order); answers in the collections' order.
+    fn each_of_parallel<I: Send, T: Send>(
+        &self,
+        readable: Across<Vec<OpenCollection>>,
+        inputs: Vec<I>,
+        f: impl Fn(I, &CollectionInfo, &Collection) -> Result<T> + Sync,
+    ) -> Result<Across<Vec<T>>> {
+        use rayon::prelude::*;
+        let Across { found, mut skipped } = readable;
+        let answers: Vec<Result<T>> = found
+            .par_iter()
+            .zip(inputs.into_par_iter())
+            .map(|((info, c), input)| c.guarded(|c| f(input, info, c)))
+            .collect();
+        let mut out = Vec::with_capacity(found.len());
+        for ((info, _), answer) in found.iter().zip(answers) {
+            match answer {
+                Ok(v) => out.push(v),
+                Err(error) if error.is_collection_fault() => skipped.push(Skipped { info: info.clone(), error }),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Across { found: out, skipped })
+    }
+
     /// Searches every readable collection of `project` (all when `None`) as one: each
     /// collection contributes its candidates ([`crate::POOL_DEPTH`] per signal), and one
     /// calibration ranks their union ([`crate::Ranking`]), so a score means the same in every
@@ -207,19 +234,26 @@ impl Index {
                 reader.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
             })?
         };
-        let Across { found, skipped } = self.each_of(opened, |info, c| {
-            let mode = c.mode_for(query, false);
-            let vector = match mode {
-                SearchMode::Lexical => None,
-                _ => {
-                    let model = c.embedder().model_id().to_string();
-                    if !vectors.contains_key(&model) {
-                        vectors.insert(model.clone(), c.embedder().embed_query(&query.text)?);
-                    }
-                    vectors.get(&model).cloned()
+        // Each collection's mode, and the query's vector for each model they need (embedded
+        // once per model, in order); then the collections answer in parallel.
+        let mut modes: Vec<Result<(SearchMode, Option<String>)>> = Vec::with_capacity(opened.found.len());
+        for (_, c) in &opened.found {
+            modes.push(c.guarded(|c| {
+                let mode = c.mode_for(query, false);
+                if mode == SearchMode::Lexical {
+                    return Ok((mode, None));
                 }
-            };
-            let (pool, plan) = c.pool(query, mode, vector.as_deref(), Default::default())?;
+                let model = c.embedder().model_id().to_string();
+                if !vectors.contains_key(&model) {
+                    vectors.insert(model.clone(), c.embedder().embed_query(&query.text)?);
+                }
+                Ok((mode, Some(model)))
+            }));
+        }
+        let Across { found, skipped } = self.each_of_parallel(opened, modes, |mode, info, c| {
+            let (mode, model) = mode?;
+            let vector = model.and_then(|m| vectors.get(&m)).map(Vec::as_slice);
+            let (pool, plan) = c.pool(query, mode, vector, Default::default())?;
             Ok((info.project.clone(), mode, pool, plan))
         })?;
         // Collections without a lexical index answer semantically; the union is ranked in the
