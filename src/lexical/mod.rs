@@ -267,13 +267,21 @@ impl Lexical {
         }
         .map_err(|e| tantivy_err(self.dir(), e))?;
         let mut out = Vec::with_capacity(hits.len());
+        // Each segment's document-id column, opened once for all of its hits.
+        let mut columns: Vec<Option<tantivy::columnar::Column<u64>>> = vec![None; searcher.segment_readers().len()];
         for (score, addr) in hits {
-            let col = searcher
-                .segment_reader(addr.segment_ord)
-                .fast_fields()
-                .u64("doc")
-                .map_err(|e| tantivy_err(self.dir(), e))?;
-            if let Some(id) = col.first(addr.doc_id) {
+            let slot = columns.get_mut(addr.segment_ord as usize).ok_or_else(|| {
+                tantivy_err(self.dir(), tantivy::TantivyError::InternalError("a hit outside every segment".into()))
+            })?;
+            if slot.is_none() {
+                let col = searcher
+                    .segment_reader(addr.segment_ord)
+                    .fast_fields()
+                    .u64("doc")
+                    .map_err(|e| tantivy_err(self.dir(), e))?;
+                *slot = Some(col);
+            }
+            if let Some(id) = slot.as_ref().and_then(|col| col.first(addr.doc_id)) {
                 out.push((id, score));
             }
         }
