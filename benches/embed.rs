@@ -285,14 +285,7 @@ fn load_grid() {
     let spec = convdex::models::Manifest::builtin().default_spec();
     let files = convdex::models::locate_model(None, spec).expect("run `make models` first");
     let dir = tempfile::tempdir().unwrap();
-    for p in [
-        &files.runtime,
-        &files.model,
-        &files.tokenizer,
-        &files.config,
-        &files.special_tokens_map,
-        &files.tokenizer_config,
-    ] {
+    for p in files.paths() {
         let to = dir.path().join(p.file_name().unwrap());
         std::fs::hard_link(p, &to).or_else(|_| std::fs::copy(p, &to).map(drop)).unwrap();
     }

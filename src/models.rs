@@ -159,6 +159,13 @@ pub struct ModelFiles {
     pub tokenizer_config: PathBuf,
 }
 
+impl ModelFiles {
+    /// Every file the model is loaded from, the runtime first.
+    pub fn paths(&self) -> [&Path; 6] {
+        [&self.runtime, &self.model, &self.tokenizer, &self.config, &self.special_tokens_map, &self.tokenizer_config]
+    }
+}
+
 /// The directories searched for the models, in order (see the module docs).
 pub fn search_dirs(explicit: Option<&Path>) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
@@ -218,12 +225,10 @@ fn find_model_dir(explicit: Option<&Path>, spec: &ModelSpec) -> Result<(PathBuf,
 
 /// The path of `spec`'s artefact `name` in `dir`, if it is there (not verified).
 fn present_file(dir: &Path, spec: &ModelSpec, name: &str) -> Result<PathBuf> {
-    let p = dir.join(&spec.artefact(name).file);
+    let art = spec.artefact(name);
+    let p = dir.join(&art.file);
     if !p.is_file() {
-        return Err(Error::ModelMissing {
-            file: spec.artefact(name).file.clone(),
-            searched: join_paths(&[dir.to_path_buf()]),
-        });
+        return Err(Error::ModelMissing { file: art.file.clone(), searched: join_paths(&[dir.to_path_buf()]) });
     }
     Ok(p)
 }
@@ -325,12 +330,30 @@ static VERIFIED: Mutex<Vec<(PathBuf, u64, Option<std::time::SystemTime>)>> = Mut
 /// Checks a file's sha256; a file already verified unchanged (same size and mtime) in this
 /// process is not hashed again.
 fn verify(path: &Path, expected: &str) -> Result<()> {
+    verify_with(path, expected, None, || sha256_file(path))
+}
+
+/// Checks `bytes`, read from `path`, against `expected`; a file already verified unchanged
+/// (same size and modification time) in this process is not hashed again.
+pub(crate) fn verify_bytes(path: &Path, bytes: &[u8], expected: &str) -> Result<()> {
+    verify_with(path, expected, Some(bytes.len()), || Ok(hex(&Sha256::digest(bytes))))
+}
+
+/// [`verify`] and [`verify_bytes`]: `digest` computes the sha256 unless the file was verified
+/// unchanged in this process (and, when the bytes were read, holds `read` bytes).
+fn verify_with(
+    path: &Path,
+    expected: &str,
+    read: Option<usize>,
+    digest: impl FnOnce() -> Result<String>,
+) -> Result<()> {
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
     let key = (path.to_path_buf(), meta.len(), meta.modified().ok());
-    if VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).contains(&key) {
+    let whole = read.is_none_or(|n| n as u64 == meta.len());
+    if whole && VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).contains(&key) {
         return Ok(());
     }
-    let actual = sha256_file(path)?;
+    let actual = digest()?;
     if actual != expected {
         return Err(Error::ModelCorrupt { path: path.to_path_buf(), expected: expected.into(), actual });
     }
@@ -338,20 +361,8 @@ fn verify(path: &Path, expected: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks `bytes`, read from `path`, against `expected`; a file already verified unchanged
-/// (same size and modification time) in this process is not hashed again.
-pub(crate) fn verify_bytes(path: &Path, bytes: &[u8], expected: &str) -> Result<()> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    let key = (path.to_path_buf(), meta.len(), meta.modified().ok());
-    if meta.len() == bytes.len() as u64 && VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).contains(&key) {
-        return Ok(());
-    }
-    let actual: String = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
-    if actual != expected {
-        return Err(Error::ModelCorrupt { path: path.to_path_buf(), expected: expected.into(), actual });
-    }
-    VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).push(key);
-    Ok(())
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Hex sha256 of a file.
@@ -367,7 +378,7 @@ pub fn sha256_file(path: &Path) -> Result<String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex(&h.finalize()))
 }
 
 /// Provisions models into `dest` (default: `$CONVDEX_MODEL_DIR`, else the user cache dir) by

@@ -157,9 +157,8 @@ fn hook(ctx: &Ctx, options: IndexOptions) -> anyhow::Result<()> {
     }
     // A hook runs in the background: wait longer for a collection another process is writing
     // (an MCP server's `index`, a manual run) than an interactive command would.
-    let mut opts = ctx.options()?;
+    let mut opts = ctx.bulk_options()?;
     opts.collection.lock_wait = std::time::Duration::from_secs(30);
-    opts.embed.spin_wait = true;
     let index = Index::open(&ctx.dir, opts)?;
     convdex::index_paths(&index, &[path], &options).context("indexing failed")?;
     Ok(())

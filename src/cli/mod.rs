@@ -93,9 +93,14 @@ impl Ctx {
     /// Runtime's idle threads spin between calls ([`convdex::EmbedOptions::spin_wait`]), which
     /// `benches/embed` (part `spin`) measured about 10 % faster for bulk embedding.
     pub fn bulk_index(&self) -> anyhow::Result<Index> {
+        Ok(Index::open(&self.dir, self.bulk_options()?)?)
+    }
+
+    /// [`Ctx::options`] for a command that embeds many texts ([`Ctx::bulk_index`]).
+    pub fn bulk_options(&self) -> anyhow::Result<Options> {
         let mut options = self.options()?;
         options.embed.spin_wait = true;
-        Ok(Index::open(&self.dir, options)?)
+        Ok(options)
     }
 
     /// Indexing options with the config file applied.

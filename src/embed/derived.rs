@@ -43,7 +43,7 @@ pub(crate) struct Key {
     /// sha256 of the source file (the model, or `tokenizer.json`).
     pub source_sha256: String,
     /// For the graph, the runtime that optimised it (its sha256, or its path, size and time
-    /// when it was given by `ORT_DYLIB_PATH`); for the tokenizer, the version of its layout.
+    /// when it was given by `ORT_DYLIB_PATH`); for the tokenizer, the name of its layout.
     pub runtime: String,
     /// The CPU family and vector extensions the graph was optimised for (empty for the
     /// tokenizer).
@@ -56,11 +56,12 @@ impl Key {
         Key { source_sha256: source_sha256.to_owned(), runtime, target: target() }
     }
 
-    /// The key of a tokenizer (`source_sha256`: its `tokenizer.json`) saved in layout `format`.
-    pub(crate) fn tokenizer(source_sha256: &str, format: u32) -> Key {
+    /// The key of a tokenizer (`source_sha256`: its `tokenizer.json`) saved in the layout named
+    /// by `layout` (the saved bytes' first bytes).
+    pub(crate) fn tokenizer(source_sha256: &str, layout: &[u8]) -> Key {
         Key {
             source_sha256: source_sha256.to_owned(),
-            runtime: format!("convdex layout {format}"),
+            runtime: String::from_utf8_lossy(layout).into_owned(),
             target: String::new(),
         }
     }
@@ -210,14 +211,14 @@ mod tests {
         std::fs::write(&path, b"convdex-ort\n\xff\xff\xff\xff").unwrap();
         assert!(OPTIMIZED.read(dir.path(), &key()).is_none());
         // The tokenizer's file is another file, read only for its own layout's version.
-        let tokens = TOKENIZER.store(dir.path(), &Key::tokenizer("ef56", 1), b"vocabulary", &source).unwrap();
+        let tokens = TOKENIZER.store(dir.path(), &Key::tokenizer("ef56", b"layout 1"), b"vocabulary", &source).unwrap();
         assert_ne!(tokens, path);
         assert!(OPTIMIZED.read(dir.path(), &key()).is_none());
         assert_eq!(
-            TOKENIZER.read(dir.path(), &Key::tokenizer("ef56", 1)).map(|(b, s)| b[s..].to_vec()).unwrap(),
+            TOKENIZER.read(dir.path(), &Key::tokenizer("ef56", b"layout 1")).map(|(b, s)| b[s..].to_vec()).unwrap(),
             b"vocabulary"
         );
-        assert!(TOKENIZER.read(dir.path(), &Key::tokenizer("ef56", 2)).is_none());
+        assert!(TOKENIZER.read(dir.path(), &Key::tokenizer("ef56", b"layout 2")).is_none());
         assert!(!tokens.exists());
         // No temporary file is left behind.
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();

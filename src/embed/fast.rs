@@ -195,7 +195,7 @@ fn with_config(
 /// saved compact, when `cache` is on and the directory can be written).
 fn verified_tokenizer(files: &ModelFiles, spec: &ModelSpec, max_tokens: usize, cache: bool) -> Result<ModelTokenizer> {
     let sha = &spec.artefact("tokenizer").sha256;
-    let key = cache.then(|| Key::tokenizer(sha, super::unigram::BYTES_FORMAT));
+    let key = cache.then(|| Key::tokenizer(sha, super::tokenizer::SAVED_MAGIC));
     if let Some((bytes, start)) = key.as_ref().and_then(|k| TOKENIZER.read(&files.dir, k)) {
         let saved = bytes.get(start..).unwrap_or_default();
         match with_config(files, |config| ModelTokenizer::load_saved(saved, config, max_tokens)) {

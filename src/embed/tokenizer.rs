@@ -68,8 +68,10 @@ struct FileParts {
     added_tokens: Vec<AddedToken>,
 }
 
-/// The first bytes of [`ModelTokenizer::to_saved`]'s output, with its layout's version.
-const SAVED_MAGIC: &[u8; 12] = b"convdex-tok1";
+/// The first bytes of [`ModelTokenizer::to_saved`]'s output, naming its layout (this file's and
+/// [`CompactUnigram::to_bytes`]'s): a change to either changes the number, and a file saved in
+/// another layout is neither read nor used (its derived file's key holds these bytes too).
+pub(crate) const SAVED_MAGIC: &[u8; 12] = b"convdex-tok1";
 
 fn bad(e: &dyn std::fmt::Display) -> String {
     format!("tokenizer.json cannot be read as a tokenizer: {e}")

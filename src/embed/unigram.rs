@@ -333,10 +333,6 @@ impl Model for CompactUnigram {
     }
 }
 
-/// The version of [`CompactUnigram::to_bytes`]'s layout; a saved vocabulary of another
-/// version is not read.
-pub(crate) const BYTES_FORMAT: u32 = 1;
-
 /// No id (a table slot that is only a prefix, a vocabulary without an unknown piece).
 const NONE: u32 = u32::MAX;
 
@@ -369,8 +365,8 @@ impl<'a> Cursor<'a> {
 }
 
 impl CompactUnigram {
-    /// The vocabulary and its table as bytes (layout version `BYTES_FORMAT`, 1), for
-    /// [`CompactUnigram::from_bytes`].
+    /// The vocabulary and its table as bytes, for [`CompactUnigram::from_bytes`] (their layout
+    /// is part of the saved tokenizer's, versioned by its first bytes).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.text.len() + self.ends.len() * 12 + self.table.len() * 13 + 40);
         for n in [self.ends.len(), self.text.len(), self.table.len(), self.max_len] {

@@ -173,14 +173,7 @@ fn long_text_is_truncated_not_rejected() {
 
 fn copy_model_to(dir: &std::path::Path) {
     let files = model().files();
-    for p in [
-        &files.runtime,
-        &files.model,
-        &files.tokenizer,
-        &files.config,
-        &files.special_tokens_map,
-        &files.tokenizer_config,
-    ] {
+    for p in files.paths() {
         std::fs::copy(p, dir.join(p.file_name().unwrap())).unwrap();
     }
 }
