@@ -12,8 +12,10 @@ use regex::Regex;
 use crate::doc::{DecisionStatus, Role};
 
 use super::replies;
+use super::scorer::features;
+pub use super::scorer::{Context, FEATURES, Features, Scorer};
 pub use super::sentences::{Extracted, sentences};
-use super::sentences::{REASON_WORDS, alternatives, clause_after, marked_sentences, re, summarize};
+use super::sentences::{REASON_WORDS, alternatives, cjk, clause_after, marked_sentences, re, summarize};
 
 /// Minimal view of a message for extraction.
 #[derive(Debug, Clone, Copy)]
@@ -178,17 +180,34 @@ fn narrated_choice(s: &str) -> bool {
     R.get_or_init(|| re(r"(?i)\binstead\b.*\b(?:since|because|as it|so that)\b")).is_match(s)
 }
 
-/// Decisions in one message. `previous` is the message before it in the session, used to
-/// recognise an accepted proposal (the user approving what the assistant laid out) and a pick
-/// among the options the assistant offered.
-pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
+/// One sentence of a message that may state a decision: what the rules made of it (a rule's
+/// decision, or the sentence as a decision if no rule matched) and its features for the
+/// [`Scorer`]. Questions, hypotheticals, narrated steps of work and options laid out before a
+/// question are never candidates.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The sentence.
+    pub sentence: String,
+    /// The decision it would be; `confidence` is the matching rule's, 0 when none matched.
+    pub decision: Extracted,
+    /// What the scorer reads.
+    pub features: Features,
+}
+
+/// The sentences of `turn` that may state a decision (see [`Candidate`]); `previous` is the
+/// message before it in the session.
+pub fn candidates(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Candidate> {
     let marked = marked_sentences(turn.text);
     // An assistant message that ends by asking something lays its list items out as options,
     // not choices.
     let asks =
         turn.role == Role::Assistant && marked.iter().rev().take(3).any(|(s, _)| s.contains('?') || s.contains('？'));
+    let after_question = previous.is_some_and(|p| {
+        p.role == Role::Assistant && marked_sentences(p.text).iter().rev().take(2).any(|(s, _)| tentative(s))
+    });
     let sents: Vec<String> = marked.iter().map(|(s, _)| s.clone()).collect();
-    let mut out: Vec<Extracted> = Vec::new();
+    let words = turn.text.split_whitespace().count() + turn.text.chars().filter(|c| cjk(*c)).count();
+    let mut out = Vec::new();
     for (i, (s, is_item)) in marked.iter().enumerate() {
         if (s.split_whitespace().count() < 3 && s.chars().count() < 8) || tentative(s) || (asks && *is_item) {
             continue;
@@ -201,10 +220,24 @@ pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
             .iter()
             .filter(|r| r.who == Who::Anyone || turn.role == Role::User)
             .find_map(|r| r.re.find(s).map(|m| (r, m.start())));
+        let found = found.or_else(|| narrated.then(|| (narrated_rule(), 0)));
+        let context = Context {
+            user: turn.role == Role::User,
+            rule: found.map(|(r, _)| r.confidence),
+            rule_cjk: found.is_some_and(|(r, _)| matches!(r.name, "cjk_choice" | "ja_choice" | "ko_choice")),
+            rule_user_only: found.is_some_and(|(r, _)| r.who == Who::User),
+            narrated: found.is_some_and(|(r, _)| r.name == "instead_because"),
+            item: *is_item,
+            asks,
+            index: i,
+            sentences: marked.len(),
+            after_question,
+            words,
+        };
+        let features = features(s, &context);
         let (rule, at) = match found {
             Some(f) => f,
-            None if narrated => (narrated_rule(), 0),
-            None => continue,
+            None => (unmatched_rule(), 0),
         };
         let mut reasoning = clause_after(&format!(" {s}"), REASON_WORDS).map(str::to_string);
         let mut content = s.clone();
@@ -215,27 +248,39 @@ pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
             reasoning = Some(next.trim_end_matches('.').to_string());
             content = format!("{s} {next}");
         }
-        let alternatives = alternatives(s);
-        let mut confidence = rule.confidence;
-        if reasoning.is_some() {
-            confidence += 0.05;
-        }
-        if !alternatives.is_empty() {
-            confidence += 0.05;
-        }
-        if turn.role == Role::Assistant {
-            confidence -= 0.1;
-        }
-        out.push(Extracted {
+        let decision = Extracted {
             summary: summarize(s, at),
             content,
-            alternatives,
+            alternatives: alternatives(s),
             reasoning,
-            confidence: confidence.clamp(0.05, 0.95),
+            confidence: if found.is_some() { rule.confidence } else { 0.0 },
             status: rule.status,
             rule: rule.name,
-        });
+        };
+        out.push(Candidate { sentence: s.clone(), decision, features });
     }
+    out
+}
+
+/// Decisions in one message. `previous` is the message before it in the session, used to
+/// recognise an accepted proposal (the user approving what the assistant laid out) and a pick
+/// among the options the assistant offered. The default [`Scorer`] decides.
+pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
+    extract_with(&Scorer::default(), turn, previous)
+}
+
+/// [`extract`] with a given scorer: each candidate sentence whose probability reaches the
+/// scorer's threshold is a decision with that probability as its confidence; a user's message
+/// with none is read as a reply to the assistant's message before it.
+pub fn extract_with(scorer: &Scorer, turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
+    let mut out: Vec<Extracted> = candidates(turn, previous)
+        .into_iter()
+        .filter_map(|c| {
+            let p = scorer.probability(&c.features);
+            // A heuristic is never certain: 1 is kept for decisions stored on purpose.
+            (p >= scorer.threshold).then(|| Extracted { confidence: p.min(0.99), ..c.decision })
+        })
+        .collect();
     if out.is_empty()
         && turn.role == Role::User
         && let Some(prev) = previous
@@ -245,6 +290,18 @@ pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
         out.push(d);
     }
     out
+}
+
+/// The "rule" of a sentence no rule matched: the scorer alone finds it a decision.
+fn unmatched_rule() -> &'static Rule {
+    static R: OnceLock<Rule> = OnceLock::new();
+    R.get_or_init(|| Rule {
+        name: "scored",
+        re: re(r"$^"),
+        confidence: 0.0,
+        status: DecisionStatus::Active,
+        who: Who::Anyone,
+    })
 }
 
 /// The rule for "let me do Y instead, since …": a change of course with a reason.
@@ -262,10 +319,15 @@ fn narrated_rule() -> &'static Rule {
 /// Decisions in a sequence of messages (one session, in order): each message is read with the
 /// one before it, so accepted proposals and picks are found. Returns `(message index, decision)`.
 pub fn extract_all<'a>(turns: impl IntoIterator<Item = Turn<'a>>) -> Vec<(usize, Extracted)> {
+    extract_all_with(&Scorer::default(), turns)
+}
+
+/// [`extract_all`] with a given scorer.
+pub fn extract_all_with<'a>(scorer: &Scorer, turns: impl IntoIterator<Item = Turn<'a>>) -> Vec<(usize, Extracted)> {
     let mut out = Vec::new();
     let mut previous: Option<Turn<'a>> = None;
     for (i, turn) in turns.into_iter().enumerate() {
-        out.extend(extract(turn, previous).into_iter().map(|d| (i, d)));
+        out.extend(extract_with(scorer, turn, previous).into_iter().map(|d| (i, d)));
         previous = Some(turn);
     }
     out

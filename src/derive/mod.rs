@@ -9,5 +9,6 @@ pub mod extract;
 pub mod life;
 mod replies;
 pub mod runs;
+mod scorer;
 mod sentences;
 pub mod session;
