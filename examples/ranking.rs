@@ -251,14 +251,14 @@ fn row(label: &str, split: Split, r: &Results) -> String {
 }
 
 /// Fits `p = 1 / (1 + e^−(a·s + b))` by maximum likelihood (Newton's method on standardised
-/// scores, halving steps that do not improve), each set weighing the same.
+/// scores, halving steps that do not improve) over the pooled hits of the sets, each hit
+/// weighing the same: the relevance then reads as the share of answers among hits shown with
+/// it, whatever set they came from. (Each set weighing the same let the few Claude Code and
+/// multilingual hits, most of them answers, pull the curve up against LoCoMo's many.)
 fn fit(sets: &[&Points]) -> (f64, f64) {
     let all: Vec<(f64, f64, f64)> = sets
         .iter()
-        .flat_map(|pts| {
-            let w = 1.0 / pts.len().max(1) as f64;
-            pts.iter().map(move |&(s, _, y)| (f64::from(s), if y { 1.0 } else { 0.0 }, w))
-        })
+        .flat_map(|pts| pts.iter().map(|&(s, _, y)| (f64::from(s), if y { 1.0 } else { 0.0 }, 1.0)))
         .collect();
     let total: f64 = all.iter().map(|x| x.2).sum();
     let mean = all.iter().map(|x| x.0 * x.2).sum::<f64>() / total;
