@@ -13,7 +13,7 @@ use crate::doc::{DecisionStatus, Role};
 
 use super::replies;
 use super::scorer::features;
-pub use super::scorer::{Context, FEATURES, Features, Scorer};
+pub use super::scorer::{FEATURES, Features, Scorer, SentenceContext};
 pub use super::sentences::{Extracted, sentences};
 use super::sentences::{REASON_WORDS, alternatives, cjk, clause_after, marked_sentences, re, summarize};
 
@@ -221,7 +221,7 @@ pub fn candidates(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Candidate> 
             .filter(|r| r.who == Who::Anyone || turn.role == Role::User)
             .find_map(|r| r.re.find(s).map(|m| (r, m.start())));
         let found = found.or_else(|| narrated.then(|| (narrated_rule(), 0)));
-        let context = Context {
+        let context = SentenceContext {
             user: turn.role == Role::User,
             rule: found.map(|(r, _)| r.confidence),
             rule_cjk: found.is_some_and(|(r, _)| matches!(r.name, "cjk_choice" | "ja_choice" | "ko_choice")),
@@ -270,10 +270,12 @@ pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
 }
 
 /// [`extract`] with a given scorer: each candidate sentence whose probability reaches the
-/// scorer's threshold is a decision with that probability as its confidence; a user's message
-/// with none is read as a reply to the assistant's message before it.
+/// scorer's threshold is a decision with that probability as its confidence. A user's message
+/// where no rule-matched sentence is kept is also read as a reply to the assistant's message
+/// before it, and a decision the reply makes replaces the sentences kept on the scorer's word
+/// alone ("go with that" says less than the proposal it accepts).
 pub fn extract_with(scorer: &Scorer, turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
-    let mut out: Vec<Extracted> = candidates(turn, previous)
+    let out: Vec<Extracted> = candidates(turn, previous)
         .into_iter()
         .filter_map(|c| {
             let p = scorer.probability(&c.features);
@@ -281,22 +283,25 @@ pub fn extract_with(scorer: &Scorer, turn: Turn<'_>, previous: Option<Turn<'_>>)
             (p >= scorer.threshold).then(|| Extracted { confidence: p.min(0.99), ..c.decision })
         })
         .collect();
-    if out.is_empty()
+    if out.iter().all(|d| d.rule == UNMATCHED)
         && turn.role == Role::User
         && let Some(prev) = previous
         && prev.role == Role::Assistant
         && let Some(d) = replies::decided_by_reply(turn.text, prev.text)
     {
-        out.push(d);
+        return vec![d];
     }
     out
 }
+
+/// The rule name of a candidate no rule matched.
+pub const UNMATCHED: &str = "scored";
 
 /// The "rule" of a sentence no rule matched: the scorer alone finds it a decision.
 fn unmatched_rule() -> &'static Rule {
     static R: OnceLock<Rule> = OnceLock::new();
     R.get_or_init(|| Rule {
-        name: "scored",
+        name: UNMATCHED,
         re: re(r"$^"),
         confidence: 0.0,
         status: DecisionStatus::Active,
