@@ -201,11 +201,10 @@ impl Ann {
                 graph_files.push(entry.clone());
                 continue;
             }
-            let data = read_verified(&path, entry).map_err(|why| match why {
+            ann.read_vectors(&path, entry).map_err(|why| match why {
                 None => LoadFailure::Missing,
                 Some(why) => LoadFailure::Corrupt(why),
             })?;
-            ann.read_vectors(&data).map_err(|why| LoadFailure::Corrupt(format!("{name}: {why}")))?;
             if name == VECTORS_FILE {
                 base_rows = ann.row_ids.len();
                 graph_files.push(entry.clone());
@@ -225,28 +224,64 @@ impl Ann {
     }
 
     /// Appends the rows of a vectors file (magic, dim u32 LE, count u64 LE, the ids u64 LE,
-    /// then the vectors f32 LE) to the arena.
-    fn read_vectors(&mut self, b: &[u8]) -> std::result::Result<(), String> {
-        let header = 8 + 4 + 8;
-        if b.len() < header || &b[..8] != VECTORS_MAGIC {
-            return Err("bad header".into());
+    /// then the vectors f32 LE) to the arena, checking its length and xxh3 against its
+    /// manifest entry. The file is read straight into the arena a megabyte at a time, each
+    /// piece hashed while it is in cache: one copy of the vectors, no second buffer. `Err(None)`
+    /// when the file is missing; on any other error the dump is refused as a whole.
+    fn read_vectors(&mut self, path: &Path, (name, len, hash): &FileEntry) -> std::result::Result<(), Option<String>> {
+        use zerocopy::IntoBytes;
+        let mut file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(None),
+            Err(e) => return Err(Some(format!("{name}: {e}"))),
+        };
+        let damaged = || Some(format!("{name}: size or checksum differs from manifest"));
+        let size = file.metadata().map_err(|e| Some(format!("{name}: {e}")))?.len();
+        if size != *len {
+            return Err(damaged());
         }
-        let dim = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")) as usize;
-        let n = u64::from_le_bytes(b[12..20].try_into().expect("8 bytes")) as usize;
-        if dim != self.dim || Some(b.len()) != n.checked_mul(8 + dim * 4).and_then(|x| x.checked_add(header)) {
-            return Err("size differs from its header".into());
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        let mut header = [0u8; 20];
+        read_hashed(&mut file, &mut header, &mut hasher).map_err(|_| damaged())?;
+        if &header[..8] != VECTORS_MAGIC {
+            return Err(Some(format!("{name}: bad header")));
         }
-        let (ids, data) = b[header..].split_at(n * 8);
-        for c in ids.chunks_exact(8) {
-            let id = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        let dim = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as usize;
+        let n = u64::from_le_bytes(header[12..20].try_into().expect("8 bytes")) as usize;
+        let expected = n.checked_mul(8 + dim * 4).and_then(|x| x.checked_add(header.len()));
+        if dim != self.dim || expected != usize::try_from(size).ok() {
+            return Err(Some(format!("{name}: size differs from its header")));
+        }
+        let mut ids = vec![0u64; n];
+        read_hashed(&mut file, ids.as_mut_bytes(), &mut hasher).map_err(|_| damaged())?;
+        let start = self.arena.len();
+        self.arena.resize(start + n * dim, 0.0);
+        read_hashed(&mut file, self.arena[start..].as_mut_bytes(), &mut hasher).map_err(|_| damaged())?;
+        if hasher.digest() != *hash {
+            return Err(damaged());
+        }
+        // The file is little-endian; on a little-endian machine this is a no-op.
+        for x in &mut self.arena[start..] {
+            *x = f32::from_bits(u32::from_le(x.to_bits()));
+        }
+        for id in ids.into_iter().map(u64::from_le) {
             if self.rows.insert(id, self.row_ids.len() as u32).is_some() {
-                return Err(format!("vector {id} appears twice"));
+                return Err(Some(format!("{name}: vector {id} appears twice")));
             }
             self.row_ids.push(id);
         }
-        self.arena.extend(data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))));
         Ok(())
     }
+}
+
+/// Fills `buf` from `file` a megabyte at a time, hashing each piece as it arrives.
+fn read_hashed(file: &mut std::fs::File, buf: &mut [u8], hasher: &mut xxhash_rust::xxh3::Xxh3) -> std::io::Result<()> {
+    use std::io::Read;
+    for piece in buf.chunks_mut(1 << 20) {
+        file.read_exact(piece)?;
+        hasher.update(piece);
+    }
+    Ok(())
 }
 
 /// Verifies a dump's graph files, then reads its links, on a new thread; the receiver gets the
