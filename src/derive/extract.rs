@@ -10,12 +10,13 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use crate::doc::{DecisionStatus, Role};
+use crate::lexical::tokenize::is_cjk;
 
 use super::replies;
 use super::scorer::features;
 pub use super::scorer::{FEATURES, Features, Scorer, SentenceContext};
 pub use super::sentences::{Extracted, sentences};
-use super::sentences::{REASON_WORDS, alternatives, cjk, clause_after, marked_sentences, re, summarize};
+use super::sentences::{REASON_WORDS, alternatives, clause_after, marked_sentences, re, summarize};
 
 /// Minimal view of a message for extraction.
 #[derive(Debug, Clone, Copy)]
@@ -186,9 +187,7 @@ fn narrated_choice(s: &str) -> bool {
 /// question are never candidates.
 #[derive(Debug, Clone)]
 pub struct Candidate {
-    /// The sentence.
-    pub sentence: String,
-    /// The decision it would be; `confidence` is the matching rule's, 0 when none matched.
+    /// The decision it would be (`content` holds the sentence); `confidence` is the matching rule's, 0 when none matched.
     pub decision: Extracted,
     /// What the scorer reads.
     pub features: Features,
@@ -206,7 +205,7 @@ pub fn candidates(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Candidate> 
         p.role == Role::Assistant && marked_sentences(p.text).iter().rev().take(2).any(|(s, _)| tentative(s))
     });
     let sents: Vec<String> = marked.iter().map(|(s, _)| s.clone()).collect();
-    let words = turn.text.split_whitespace().count() + turn.text.chars().filter(|c| cjk(*c)).count();
+    let words = turn.text.split_whitespace().count() + turn.text.chars().filter(|c| is_cjk(*c)).count();
     let mut out = Vec::new();
     for (i, (s, is_item)) in marked.iter().enumerate() {
         if (s.split_whitespace().count() < 3 && s.chars().count() < 8) || tentative(s) || (asks && *is_item) {
@@ -235,10 +234,8 @@ pub fn candidates(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Candidate> 
             words,
         };
         let features = features(s, &context);
-        let (rule, at) = match found {
-            Some(f) => f,
-            None => (unmatched_rule(), 0),
-        };
+        let (name, status, confidence, at) =
+            found.map_or((UNMATCHED, DecisionStatus::Active, 0.0, 0), |(r, at)| (r.name, r.status, r.confidence, at));
         let mut reasoning = clause_after(&format!(" {s}"), REASON_WORDS).map(str::to_string);
         let mut content = s.clone();
         if reasoning.is_none()
@@ -253,11 +250,11 @@ pub fn candidates(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Candidate> 
             content,
             alternatives: alternatives(s),
             reasoning,
-            confidence: if found.is_some() { rule.confidence } else { 0.0 },
-            status: rule.status,
-            rule: rule.name,
+            confidence,
+            status,
+            rule: name,
         };
-        out.push(Candidate { sentence: s.clone(), decision, features });
+        out.push(Candidate { decision, features });
     }
     out
 }
@@ -275,7 +272,7 @@ pub fn extract(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
 /// before it, and a decision the reply makes replaces the sentences kept on the scorer's word
 /// alone ("go with that" says less than the proposal it accepts).
 pub fn extract_with(scorer: &Scorer, turn: Turn<'_>, previous: Option<Turn<'_>>) -> Vec<Extracted> {
-    let out: Vec<Extracted> = candidates(turn, previous)
+    let kept: Vec<Extracted> = candidates(turn, previous)
         .into_iter()
         .filter_map(|c| {
             let p = scorer.probability(&c.features);
@@ -283,31 +280,27 @@ pub fn extract_with(scorer: &Scorer, turn: Turn<'_>, previous: Option<Turn<'_>>)
             (p >= scorer.threshold).then(|| Extracted { confidence: p.min(0.99), ..c.decision })
         })
         .collect();
-    if out.iter().all(|d| d.rule == UNMATCHED)
-        && turn.role == Role::User
-        && let Some(prev) = previous
-        && prev.role == Role::Assistant
-        && let Some(d) = replies::decided_by_reply(turn.text, prev.text)
+    settle(kept, || match previous {
+        Some(prev) if turn.role == Role::User && prev.role == Role::Assistant => {
+            replies::decided_by_reply(turn.text, prev.text)
+        }
+        _ => None,
+    })
+}
+
+/// A message's decisions from its kept candidates: when no rule matched any of them, the
+/// decision its reading as a reply makes (`reply`, asked only then), if any, replaces them.
+pub fn settle(kept: Vec<Extracted>, reply: impl FnOnce() -> Option<Extracted>) -> Vec<Extracted> {
+    if kept.iter().all(|d| d.rule == UNMATCHED)
+        && let Some(d) = reply()
     {
         return vec![d];
     }
-    out
+    kept
 }
 
 /// The rule name of a candidate no rule matched.
 pub const UNMATCHED: &str = "scored";
-
-/// The "rule" of a sentence no rule matched: the scorer alone finds it a decision.
-fn unmatched_rule() -> &'static Rule {
-    static R: OnceLock<Rule> = OnceLock::new();
-    R.get_or_init(|| Rule {
-        name: UNMATCHED,
-        re: re(r"$^"),
-        confidence: 0.0,
-        status: DecisionStatus::Active,
-        who: Who::Anyone,
-    })
-}
 
 /// The rule for "let me do Y instead, since …": a change of course with a reason.
 fn narrated_rule() -> &'static Rule {
@@ -324,15 +317,11 @@ fn narrated_rule() -> &'static Rule {
 /// Decisions in a sequence of messages (one session, in order): each message is read with the
 /// one before it, so accepted proposals and picks are found. Returns `(message index, decision)`.
 pub fn extract_all<'a>(turns: impl IntoIterator<Item = Turn<'a>>) -> Vec<(usize, Extracted)> {
-    extract_all_with(&Scorer::default(), turns)
-}
-
-/// [`extract_all`] with a given scorer.
-pub fn extract_all_with<'a>(scorer: &Scorer, turns: impl IntoIterator<Item = Turn<'a>>) -> Vec<(usize, Extracted)> {
+    let scorer = Scorer::default();
     let mut out = Vec::new();
     let mut previous: Option<Turn<'a>> = None;
     for (i, turn) in turns.into_iter().enumerate() {
-        out.extend(extract_with(scorer, turn, previous).into_iter().map(|d| (i, d)));
+        out.extend(extract_with(&scorer, turn, previous).into_iter().map(|d| (i, d)));
         previous = Some(turn);
     }
     out

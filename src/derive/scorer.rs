@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::sentences::re;
+use crate::lexical::tokenize::is_cjk;
 
 /// Names of the features, in the order of [`Features`] (the first is the constant term).
 pub const FEATURES: [&str; 36] = [
@@ -73,7 +74,7 @@ pub struct SentenceContext {
     pub item: bool,
     /// The message (the assistant's) ends by asking something.
     pub asks: bool,
-    /// Index of the sentence in its message, and how many the message has.
+    /// Index of the sentence in its message.
     pub index: usize,
     /// Sentences in the message.
     pub sentences: usize,
@@ -145,9 +146,10 @@ pub fn features(s: &str, c: &SentenceContext) -> Features {
     let chars = s.chars().count();
     // Length in words, a Chinese, Japanese or Korean character counting as half of one (as a
     // word there is one to three characters), so that length means the same in every language.
-    let cjk = s.chars().filter(|ch| super::sentences::cjk(*ch)).count();
-    let words =
-        s.split_whitespace().filter(|w| !w.chars().all(super::sentences::cjk)).count() as f32 + cjk as f32 / 2.0;
+    let cjk = s.chars().filter(|ch| is_cjk(*ch)).count();
+    let words = s.split_whitespace().filter(|w| !w.chars().all(is_cjk)).count() as f32 + cjk as f32 / 2.0;
+    // Read once, used alone and with the rule.
+    let (code, fix) = (l.code.is_match(s), l.fix.is_match(s));
     let rule = c.rule.unwrap_or(0.0);
     [
         1.0,
@@ -165,8 +167,8 @@ pub fn features(s: &str, c: &SentenceContext) -> Features {
         (((1 + c.sentences) as f32).ln() / 4.0).min(1.0),
         ((1.0 + words).ln() / 4.0).min(1.0),
         b(c.after_question),
-        b(l.code.is_match(s)),
-        b(l.fix.is_match(s)),
+        b(code),
+        b(fix),
         b(l.contrast.is_match(s)),
         b(l.choice.is_match(s)),
         b(l.future.is_match(s)),
@@ -184,8 +186,8 @@ pub fn features(s: &str, c: &SentenceContext) -> Features {
         b(c.user && c.words <= 30),
         b(l.imperative.is_match(s.trim())),
         b(c.rule.is_some() && !c.user),
-        b(c.rule.is_some() && l.code.is_match(s)),
-        b(c.rule.is_some() && l.fix.is_match(s)),
+        b(c.rule.is_some() && code),
+        b(c.rule.is_some() && fix),
         b(l.reason.is_match(s)),
     ]
 }

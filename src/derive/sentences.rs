@@ -28,11 +28,6 @@ pub struct Extracted {
     pub rule: &'static str,
 }
 
-/// A Chinese, Japanese (kana) or Korean character.
-pub(super) fn cjk(c: char) -> bool {
-    matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF)
-}
-
 pub(super) fn re(pat: &str) -> Regex {
     Regex::new(pat).expect("valid")
 }

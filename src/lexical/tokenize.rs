@@ -16,7 +16,9 @@ pub(crate) const TOKENIZER: &str = "convdex";
 /// eighth as many phrases); the rest of a very long query is ignored.
 pub const MAX_CLAUSES: usize = 128;
 
-fn is_cjk(c: char) -> bool {
+/// A Chinese, Japanese (kana) or Korean character: one token each here, half a word for the
+/// decision scorer's length.
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF // Hiragana, Katakana
         | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF // Han

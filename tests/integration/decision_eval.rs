@@ -32,7 +32,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use convdex::extract::{Candidate, Extracted, FEATURES, Scorer, Turn, UNMATCHED, candidates, extract_with};
+use convdex::extract::{Candidate, Extracted, FEATURES, Scorer, Turn, candidates, extract_with, settle};
 
 #[derive(serde::Deserialize)]
 struct Label {
@@ -156,15 +156,12 @@ fn names(label: &Label, d: &Extracted) -> bool {
 /// The outcome of a message under a decider: the decisions it keeps (each with its confidence),
 /// or, when none of them was matched by a rule, the reply rules' decision if there is one.
 fn outcome<'a>(r: &Read<'a>, keep: impl Fn(&Candidate) -> Option<f32>) -> Outcome<'a> {
-    let mut ds: Vec<Extracted> = r
+    let kept: Vec<Extracted> = r
         .candidates
         .iter()
         .filter_map(|c| keep(c).map(|confidence| Extracted { confidence, ..c.decision.clone() }))
         .collect();
-    // As `extract_with`: a reply's decision replaces sentences no rule matched.
-    if let Some(reply) = r.reply.as_ref().filter(|_| ds.iter().all(|d| d.rule == UNMATCHED)) {
-        ds = vec![reply.clone()];
-    }
+    let ds = settle(kept, || r.reply.clone());
     let l = r.label;
     let alternatives_found = l
         .alternatives
