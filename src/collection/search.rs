@@ -14,7 +14,7 @@ use crate::search::fuse::{self, Pool};
 use crate::search::plan::{self, Route, Settings, Shape};
 use crate::search::query::{self, Filter, Query, SearchMode};
 use crate::search::{Context, Fusion, Hit, Hits, Plan, PlanPath, Ranking, Recency, Signals};
-use crate::store::tables::DOCS;
+use crate::store::tables::{DOCS, RANKING};
 
 /// A search under construction; finish with [`SearchBuilder::run`]. Filters combine with AND.
 #[must_use = "a search does nothing until `.run()`"]
@@ -189,18 +189,55 @@ impl<'c> SearchBuilder<'c> {
             (None, _) => Some(coll.embedder().embed_query(&self.query.text)?),
         };
         let route = RouteOverride { exact: self.exact, ef: self.ef };
-        let (pool, plan) = coll.pool(&self.query, mode, vector.as_deref(), route)?;
+        let (pool, plan, snapshot) = coll.pool(&self.query, mode, vector.as_deref(), route)?;
         let ranked = fuse::rank(vec![pool], mode, &self.query.ranking);
         let terms = crate::lexical::LexicalQuery::parse(&self.query.text).terms();
-        let hits = ranked.into_iter().take(self.query.limit).map(|r| hit(r, mode, &self.query, &terms, plan)).collect();
+        let hits = shown(ranked, self.query.limit, std::slice::from_ref(&snapshot))?
+            .into_iter()
+            .map(|(r, doc)| hit(r, doc, mode, &self.query, &terms, plan))
+            .collect();
         Ok(Hits { hits, plan })
     }
 }
 
-/// A ranked candidate as a [`Hit`].
-pub(crate) fn hit(r: fuse::Ranked, mode: SearchMode, query: &Query, terms: &[String], plan: Plan) -> Hit {
+/// The documents of a collection as a pool found them (a read snapshot): the ranking reads
+/// the candidates' [`crate::search::fields::RankFields`] only, and the full documents of the
+/// hits shown come from here. It reads only while its collection is open.
+pub(crate) struct Snapshot {
+    docs: redb::ReadOnlyTable<u64, &'static [u8]>,
+}
+
+/// The first `limit` ranked candidates with their documents, read from the snapshot of the
+/// pool each came from (`snapshots[r.pool]`). A candidate whose document is missing (never
+/// in one snapshot) is passed over.
+pub(crate) fn shown(
+    ranked: Vec<fuse::Ranked>,
+    limit: usize,
+    snapshots: &[Snapshot],
+) -> Result<Vec<(fuse::Ranked, crate::Document)>> {
+    let mut out = Vec::with_capacity(limit.min(ranked.len()));
+    for r in ranked {
+        if out.len() == limit {
+            break;
+        }
+        if let Some(doc) = crate::store::get_doc(&snapshots[r.pool].docs, r.candidate.id)? {
+            out.push((r, doc));
+        }
+    }
+    Ok(out)
+}
+
+/// A ranked candidate and its document as a [`Hit`].
+pub(crate) fn hit(
+    r: fuse::Ranked,
+    doc: crate::Document,
+    mode: SearchMode,
+    query: &Query,
+    terms: &[String],
+    plan: Plan,
+) -> Hit {
     let fuse::Ranked { candidate, score, folded, .. } = r;
-    let fuse::Candidate { doc, chunk, signals } = candidate;
+    let fuse::Candidate { chunk, signals, .. } = candidate;
     let snippet = if signals.lexical.is_some() { crate::lexical::snippet(&doc.content, terms, 160) } else { None };
     let relevance = fuse::relevance(mode, query.ranking.fusion, &signals, score);
     Hit { doc, score, relevance, folded, chunk, signals, snippet, plan }
@@ -226,17 +263,19 @@ impl Collection {
 
     /// This collection's candidates for `query`: the best [`crate::POOL_DEPTH`] documents (or
     /// `limit`, when larger) by cosine and by BM25 among those the filter lets through, each
-    /// scored on both signals, with the query's background and lexical reference. `vector` is
-    /// the query's embedding by this collection's model (absent in lexical mode).
+    /// scored on both signals, with the query's background and lexical reference, and the
+    /// snapshot their documents are read from. `vector` is the query's embedding by this
+    /// collection's model (absent in lexical mode).
     pub(crate) fn pool(
         &self,
         query: &Query,
         mode: SearchMode,
         vector: Option<&[f32]>,
         route: RouteOverride,
-    ) -> Result<(Pool, Plan)> {
+    ) -> Result<(Pool, Plan, Snapshot)> {
         let tx = self.db.begin_read()?;
-        let total = tx.open_table(DOCS)?.len()? as usize;
+        let docs = tx.open_table(DOCS)?;
+        let total = docs.len()? as usize;
         let root = self.meta()?.project_path;
         let cands = crate::store::filter::candidates(&tx, &query.filter.clauses(root.as_deref()))?;
         let candidates = cands.as_ref().map_or(total, DocSet::len);
@@ -245,7 +284,7 @@ impl Collection {
         let mut plan = Plan { path: PlanPath::Lexical, mode, candidates, total, selectivity, unembedded };
         let mut pool = Pool { model: self.embedder().model_id().to_string(), ..Pool::default() };
         if candidates == 0 {
-            return Ok((pool, plan));
+            return Ok((pool, plan, Snapshot { docs }));
         }
         // A fixed depth: the same candidates, hence the same order, whatever the limit.
         let want = query.limit.max(crate::POOL_DEPTH);
@@ -325,10 +364,10 @@ impl Collection {
         };
         let lex_rank: std::collections::HashMap<u64, (usize, f32)> =
             lexical.iter().enumerate().map(|(r, &(d, s))| (d, (r + 1, s))).collect();
-        let docs = tx.open_table(DOCS)?;
+        let ranking = tx.open_table(RANKING)?;
         let mut push = |doc: u64, cos: Option<(f32, u32)>, sem_rank: Option<usize>| -> Result<()> {
             // An index may run ahead of this read snapshot; such candidates are skipped.
-            let Some(d) = crate::store::get_doc(&docs, doc)? else { return Ok(()) };
+            let Some(fields) = crate::store::rank_fields(&ranking, &docs, doc)? else { return Ok(()) };
             let signals = Signals {
                 semantic: cos.map(|c| c.0),
                 semantic_rank: sem_rank,
@@ -336,7 +375,7 @@ impl Collection {
                 lexical_rank: lex_rank.get(&doc).map(|x| x.0),
                 ..Default::default()
             };
-            pool.candidates.push(fuse::Candidate { doc: d, chunk: cos.map_or(0, |c| c.1), signals });
+            pool.candidates.push(fuse::Candidate { id: doc, fields, chunk: cos.map_or(0, |c| c.1), signals });
             Ok(())
         };
         for (r, &(doc, cos, chunk)) in semantic.iter().enumerate() {
@@ -345,7 +384,7 @@ impl Collection {
         for doc in lexical_only {
             push(doc, cosines.get(&doc).copied(), None)?;
         }
-        Ok((pool, plan))
+        Ok((pool, plan, Snapshot { docs }))
     }
 }
 

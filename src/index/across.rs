@@ -250,11 +250,14 @@ impl Index {
                 Ok((mode, Some(model)))
             }));
         }
+        // The hits' documents are read after the ranking, from each pool's snapshot: the
+        // collections stay open until then (a snapshot of a closed store reads nothing).
+        let _open: Vec<Arc<Collection>> = opened.found.iter().map(|(_, c)| Arc::clone(c)).collect();
         let Across { found, skipped } = self.each_of_parallel(opened, modes, |mode, info, c| {
             let (mode, model) = mode?;
             let vector = model.and_then(|m| vectors.get(&m)).map(Vec::as_slice);
-            let (pool, plan) = c.pool(query, mode, vector, Default::default())?;
-            Ok((info.project.clone(), mode, pool, plan))
+            let (pool, plan, snapshot) = c.pool(query, mode, vector, Default::default())?;
+            Ok((info.project.clone(), mode, pool, plan, snapshot))
         })?;
         // Collections without a lexical index answer semantically; the union is ranked in the
         // mode most of them ran.
@@ -262,14 +265,14 @@ impl Index {
             if found.iter().all(|f| f.1 == SearchMode::Semantic) { SearchMode::Semantic } else { SearchMode::Hybrid }
         });
         let (names, plans): (Vec<String>, Vec<Plan>) = found.iter().map(|f| (f.0.clone(), f.3)).unzip();
-        let pools = found.into_iter().map(|f| f.2).collect();
+        let (pools, snapshots): (Vec<_>, Vec<_>) = found.into_iter().map(|f| (f.2, f.4)).unzip();
         let terms = crate::lexical::LexicalQuery::parse(&query.text).terms();
-        let hits = crate::search::fuse::rank(pools, mode, &query.ranking)
+        let ranked = crate::search::fuse::rank(pools, mode, &query.ranking);
+        let hits = crate::collection::shown(ranked, query.limit, &snapshots)?
             .into_iter()
-            .take(query.limit)
-            .map(|r| {
+            .map(|(r, doc)| {
                 let (project, plan) = (names[r.pool].clone(), plans[r.pool]);
-                ProjectHit { project, hit: crate::collection::hit(r, mode, query, &terms, plan) }
+                ProjectHit { project, hit: crate::collection::hit(r, doc, mode, query, &terms, plan) }
             })
             .collect();
         Ok(Across { found: hits, skipped })

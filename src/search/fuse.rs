@@ -27,7 +27,8 @@
 
 use std::collections::HashMap;
 
-use crate::doc::{DecisionStatus, DocBody, Document};
+use crate::doc::DecisionStatus;
+use crate::search::fields::RankFields;
 use crate::search::mode::SearchMode;
 
 /// How many documents each side (semantic, lexical) of each collection contributes to the
@@ -206,10 +207,14 @@ pub(crate) struct LexicalScale {
 }
 
 /// One candidate document of a pool, its signals filled by the collection (raw cosine for
-/// every candidate when semantic search ran; BM25 where the lexical index matched).
+/// every candidate when semantic search ran; BM25 where the lexical index matched). The
+/// ranking reads its [`RankFields`]; the collection reads the full document of the hits
+/// shown only.
 #[derive(Debug, Clone)]
 pub(crate) struct Candidate {
-    pub(crate) doc: Document,
+    /// The document's internal id in its collection.
+    pub(crate) id: u64,
+    pub(crate) fields: RankFields,
     pub(crate) chunk: u32,
     pub(crate) signals: Signals,
 }
@@ -300,7 +305,7 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking) -> Vec
     }
     if let Some(r) = ranking.recent {
         for (s, (_, c)) in scores.iter_mut().zip(all.iter_mut()) {
-            let gain = (*s - floor).abs() * r.weight * freshness(&c.doc, r);
+            let gain = (*s - floor).abs() * r.weight * freshness(&c.fields, r);
             *s += gain;
             c.signals.recency = gain;
         }
@@ -308,57 +313,27 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking) -> Vec
     let mut order: Vec<usize> = (0..all.len()).collect();
     // Ties broken by collection, then document id: the same order on every run and limit.
     order.sort_by(|&a, &b| {
-        scores[b].total_cmp(&scores[a]).then(all[a].0.cmp(&all[b].0)).then(all[a].1.doc.id.cmp(&all[b].1.doc.id))
+        scores[b]
+            .total_cmp(&scores[a])
+            .then(all[a].0.cmp(&all[b].0))
+            .then(all[a].1.fields.uuid.cmp(&all[b].1.fields.uuid))
     });
     let mut slots: Vec<Option<(usize, Candidate)>> = all.into_iter().map(Some).collect();
     let mut out: Vec<Ranked> = Vec::with_capacity(order.len());
-    // (pool, hash of session and folded content) → the first hit kept with it. A hash shared by
-    // different content (never seen; 64 bits) only keeps both.
-    let mut first_of: HashMap<(usize, u64), usize> = HashMap::new();
-    let mut scratch = String::new();
+    // (pool, session and folded content) → the first hit kept with it (the 128-bit hash of
+    // [`super::fields::fold_hash`] stands for the content).
+    let mut first_of: HashMap<(usize, u128), usize> = HashMap::new();
     for i in order {
         let Some((pool, candidate)) = slots[i].take() else { continue };
-        let key = (pool, fold_hash(&candidate.doc.session_id, &candidate.doc.content, &mut scratch));
-        let same = |at: &usize| {
-            let kept: &Document = &out[*at].candidate.doc;
-            kept.session_id == candidate.doc.session_id
-                && kept.content.split_whitespace().eq(candidate.doc.content.split_whitespace())
-        };
-        match first_of.get(&key) {
-            Some(&at) if same(&at) => out[at].folded += 1,
-            found => {
-                if found.is_none() {
-                    first_of.insert(key, out.len());
-                }
+        match first_of.entry((pool, candidate.fields.fold)) {
+            std::collections::hash_map::Entry::Occupied(at) => out[*at.get()].folded += 1,
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(out.len());
                 out.push(Ranked { pool, candidate, score: scores[i], folded: 0 });
             }
         }
     }
     out
-}
-
-/// A hash of a session id and of content as compared for folding (whitespace runs collapsed,
-/// case kept). Content already in that form (most is) is hashed as it is; `scratch` holds the
-/// collapsed form of the rest.
-fn fold_hash(session: &str, content: &str, scratch: &mut String) -> u64 {
-    let collapsed = !content.starts_with(char::is_whitespace)
-        && !content.ends_with(char::is_whitespace)
-        && !content.contains(|c: char| c.is_whitespace() && c != ' ')
-        && !content.contains("  ");
-    let folded = if collapsed {
-        content
-    } else {
-        scratch.clear();
-        for (n, word) in content.split_whitespace().enumerate() {
-            if n > 0 {
-                scratch.push(' ');
-            }
-            scratch.push_str(word);
-        }
-        scratch.as_str()
-    };
-    let session = xxhash_rust::xxh3::xxh3_64(session.as_bytes());
-    xxhash_rust::xxh3::xxh3_64_with_seed(folded.as_bytes(), session)
 }
 
 /// `(x − mean) / sd` of each value.
@@ -383,24 +358,20 @@ fn ranks(all: &[(usize, Candidate)], signal: impl Fn(&Candidate) -> Option<f32>)
 
 /// What each candidate's session and neighbours add (see [`Context`]).
 fn context_lifts(all: &[(usize, Candidate)], scores: &[f32], floor: f32, context: Context) -> Vec<f32> {
-    let position = |d: &Document| match &d.body {
-        DocBody::Message(m) => Some(m.message_index),
-        _ => None,
-    };
-    let mut best: HashMap<(usize, &str), f32> = HashMap::new();
-    let mut at: HashMap<(usize, &str, u64), f32> = HashMap::new();
+    let mut best: HashMap<(usize, u64), f32> = HashMap::new();
+    let mut at: HashMap<(usize, u64, u64), f32> = HashMap::new();
     for ((pool, c), &s) in all.iter().zip(scores) {
-        let b = best.entry((*pool, c.doc.session_id.as_str())).or_insert(floor);
+        let b = best.entry((*pool, c.fields.session)).or_insert(floor);
         *b = b.max(s);
-        if let Some(i) = position(&c.doc) {
-            at.insert((*pool, c.doc.session_id.as_str(), i), s);
+        if let Some(i) = c.fields.position {
+            at.insert((*pool, c.fields.session, i), s);
         }
     }
     all.iter()
         .map(|(pool, c)| {
-            let session = c.doc.session_id.as_str();
+            let session = c.fields.session;
             let in_session = (best[&(*pool, session)] - floor).max(0.0);
-            let neighbour = position(&c.doc).map_or(0.0, |i| {
+            let neighbour = c.fields.position.map_or(0.0, |i| {
                 [i.checked_sub(1), i.checked_add(1)]
                     .into_iter()
                     .flatten()
@@ -414,11 +385,11 @@ fn context_lifts(all: &[(usize, Candidate)], scores: &[f32], floor: f32, context
 }
 
 /// `2^(−age / half_life)`; 1 for an active decision, −0.5 for a superseded or rejected one.
-fn freshness(doc: &Document, r: Recency) -> f32 {
-    if let DocBody::Decision(d) = &doc.body {
-        return if d.status == DecisionStatus::Active { 1.0 } else { -0.5 };
+fn freshness(fields: &RankFields, r: Recency) -> f32 {
+    if let Some(status) = fields.status {
+        return if status == DecisionStatus::Active { 1.0 } else { -0.5 };
     }
-    let age_days = (r.now_ms - doc.timestamp.timestamp_millis()).max(0) as f32 / 86_400_000.0;
+    let age_days = (r.now_ms - fields.timestamp_ms).max(0) as f32 / 86_400_000.0;
     0.5f32.powf(age_days / r.half_life_days.max(1e-3))
 }
 
@@ -456,12 +427,43 @@ const RELEVANCE_HYBRID: (f32, f32) = (0.287, -4.986);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doc::Role;
+    use crate::doc::{DocBody, Document, Role};
+
+    thread_local! {
+        /// The label ("session:index") of each test candidate, by external id.
+        static LABELS: std::cell::RefCell<HashMap<u128, String>> = Default::default();
+    }
 
     fn cand(session: &str, index: u64, cos: Option<f32>, bm25: Option<f32>) -> Candidate {
-        let content = format!("{session} message {index}");
-        let doc = Document::message(session, &format!("{session}-{index}"), index, Role::User, &content);
-        Candidate { doc, chunk: 0, signals: Signals { semantic: cos, lexical: bm25, ..Default::default() } }
+        cand_of(
+            Document::message(
+                session,
+                &format!("{session}-{index}"),
+                index,
+                Role::User,
+                &format!("{session} message {index}"),
+            ),
+            cos,
+            bm25,
+        )
+    }
+
+    fn cand_of(doc: Document, cos: Option<f32>, bm25: Option<f32>) -> Candidate {
+        let fields = RankFields::of(&doc);
+        let label = match &doc.body {
+            DocBody::Message(m) => format!("{}:{}", doc.session_id, m.message_index),
+            _ => format!("{}:{}", doc.session_id, doc.content),
+        };
+        LABELS.with(|l| l.borrow_mut().insert(fields.uuid, label));
+        Candidate { id: 0, fields, chunk: 0, signals: Signals { semantic: cos, lexical: bm25, ..Default::default() } }
+    }
+
+    fn label(r: &Ranked) -> String {
+        LABELS.with(|l| l.borrow()[&r.candidate.fields.uuid].clone())
+    }
+
+    fn session_of(r: &Ranked) -> String {
+        label(r).split(':').next().unwrap().to_string()
     }
 
     /// A background of mean 0.1 and spread 0.1 standing for 1000 vectors.
@@ -484,7 +486,7 @@ mod tests {
     }
 
     fn order(r: &[Ranked]) -> Vec<String> {
-        r.iter().map(|x| x.candidate.doc.content.split(" message ").collect::<Vec<_>>().join(":")).collect()
+        r.iter().map(label).collect()
     }
 
     const NO_CONTEXT: Ranking =
@@ -530,8 +532,7 @@ mod tests {
     #[test]
     fn scores_do_not_depend_on_the_other_candidates() {
         let alone = rank(vec![pool(vec![cand("a", 1, Some(0.5), Some(1.0))])], SearchMode::Hybrid, &NO_CONTEXT);
-        let a1 =
-            |r: &[Ranked]| r.iter().find(|r| r.pool == 0 && r.candidate.doc.content == "a message 1").unwrap().score;
+        let a1 = |r: &[Ranked]| r.iter().find(|r| r.pool == 0 && label(r) == "a:1").unwrap().score;
         let crowd = rank(
             vec![pool(vec![cand("a", 1, Some(0.5), Some(1.0)), cand("a", 7, Some(0.2), Some(20.0))])],
             SearchMode::Hybrid,
@@ -622,25 +623,20 @@ mod tests {
         assert_eq!(order(&none)[1], "b:7", "no context: the fused order stands");
         let with = rank(vec![p()], SearchMode::Hybrid, &Ranking::default());
         assert_eq!(order(&with)[..2], ["a:10", "a:3"]);
-        let c1 = with.iter().find(|r| r.candidate.doc.session_id == "c").unwrap();
+        let c1 = with.iter().find(|r| session_of(r) == "c").unwrap();
         assert_eq!(c1.candidate.signals.context, 0.0, "below the background: no lift");
         // Sessions are told apart by collection: the same session id in another pool does not lift.
         let other = pool(vec![cand("b", 8, Some(0.9), None)]);
         let two = rank(vec![p(), other], SearchMode::Hybrid, &Ranking::default());
-        let b7 = two.iter().find(|r| r.pool == 0 && r.candidate.doc.session_id == "b").unwrap();
-        assert_eq!(b7.score, with.iter().find(|r| r.candidate.doc.session_id == "b").unwrap().score);
+        let b7 = two.iter().find(|r| r.pool == 0 && session_of(r) == "b").unwrap();
+        assert_eq!(b7.score, with.iter().find(|r| session_of(r) == "b").unwrap().score);
         assert!(rank(vec![], SearchMode::Hybrid, &Ranking::default()).is_empty());
     }
 
     #[test]
     fn identical_content_of_one_session_is_folded() {
-        let mut twice = cand("a", 2, Some(0.5), None);
-        twice.doc.content = "a message   1".into();
-        let other_session = {
-            let mut c = cand("b", 1, Some(0.5), None);
-            c.doc.content = "a message 1".into();
-            c
-        };
+        let twice = cand_of(Document::message("a", "a-2", 2, Role::User, "a message   1"), Some(0.5), None);
+        let other_session = cand_of(Document::message("b", "b-1", 1, Role::User, "a message 1"), Some(0.5), None);
         let r = rank(
             vec![pool(vec![cand("a", 1, Some(0.5), None), twice, other_session])],
             SearchMode::Semantic,
@@ -648,30 +644,19 @@ mod tests {
         );
         assert_eq!(r.len(), 2, "{:?}", order(&r));
         assert_eq!(r[0].folded, 1);
-        assert_eq!(r[1].candidate.doc.session_id, "b", "another session's copy stays");
-    }
-
-    #[test]
-    fn folding_hashes_collapse_whitespace_only() {
-        let mut scratch = String::new();
-        let mut h = |session: &str, content: &str| fold_hash(session, content, &mut scratch);
-        let plain = h("s", "a b 数据 c");
-        for same in ["a b 数据 c", " a b 数据 c", "a  b 数据 c ", "a\tb\n\n数据\u{3000}c"] {
-            assert_eq!(h("s", same), plain, "{same:?}");
-        }
-        assert_ne!(h("s", "A b 数据 c"), plain, "case is kept");
-        assert_ne!(h("t", "a b 数据 c"), plain, "sessions are apart");
-        assert_ne!(h("s", "ab 数据 c"), plain);
-        assert_eq!(h("s", ""), h("s", " \n\t"));
+        assert_eq!(session_of(&r[1]), "b", "another session's copy stays");
     }
 
     #[test]
     fn recency_prefers_new_sessions_but_not_over_active_decisions() {
         let now = chrono::Utc::now();
-        let mut old = cand("old", 1, Some(0.5), None);
-        old.doc.timestamp = now - chrono::Duration::days(365);
-        let mut new = cand("new", 1, Some(0.48), None);
-        new.doc.timestamp = now;
+        let at = |session: &str, t: chrono::DateTime<chrono::Utc>, cos| {
+            let mut d = Document::message(session, &format!("{session}-1"), 1, Role::User, "m");
+            d.timestamp = t;
+            cand_of(d, Some(cos), None)
+        };
+        let old = at("old", now - chrono::Duration::days(365), 0.5);
+        let new = at("new", now, 0.48);
         let recent =
             Ranking { recent: Some(Recency { now_ms: now.timestamp_millis(), ..Recency::default() }), ..NO_CONTEXT };
         let plain = rank(vec![pool(vec![old.clone(), new.clone()])], SearchMode::Semantic, &NO_CONTEXT);
@@ -693,12 +678,12 @@ mod tests {
                 superseded_by: None,
                 supersedes: vec![],
             });
-            Candidate { doc: d, chunk: 0, signals: Signals { semantic: Some(0.5), ..Default::default() } }
+            cand_of(d, Some(0.5), None)
         };
         let r = rank(vec![pool(vec![decision(DecisionStatus::Active), new.clone()])], SearchMode::Semantic, &recent);
-        assert!(matches!(r[0].candidate.doc.body, DocBody::Decision(_)));
+        assert_eq!(r[0].candidate.fields.status, Some(DecisionStatus::Active));
         let r = rank(vec![pool(vec![decision(DecisionStatus::Superseded), new])], SearchMode::Semantic, &recent);
-        assert!(matches!(r[1].candidate.doc.body, DocBody::Decision(_)));
+        assert_eq!(r[1].candidate.fields.status, Some(DecisionStatus::Superseded));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! ([`Hit`], [`Hits`]). [`crate::Collection::search`] carries it out over a collection's store
 //! and indexes; [`crate::Index::search`] over several collections.
 
+pub(crate) mod fields;
 pub(crate) mod fuse;
 mod mode;
 pub(crate) mod plan;

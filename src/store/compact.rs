@@ -51,7 +51,7 @@ pub(crate) fn rewrite_store(dir: &Path) -> Result<()> {
         let w = dst.begin_write()?;
         {
             copy_tables!(r, w;
-                tables: META, DOCS, UUIDS, VECTORS, EMBED_CACHE, MIGRATION_VECTORS, MIGRATION_CACHE, PENDING, SESSIONS,
+                tables: META, DOCS, RANKING, UUIDS, VECTORS, EMBED_CACHE, MIGRATION_VECTORS, MIGRATION_CACHE, PENDING, SESSIONS,
                     FORGOTTEN;
                 multimaps: IDX_KIND, IDX_TAG, IDX_DOMAIN, IDX_SESSION, IDX_FILE, IDX_TIME);
             debug_assert_eq!(r.open_table(DOCS)?.len()?, w.open_table(DOCS)?.len()?);

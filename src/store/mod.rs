@@ -13,11 +13,13 @@ use redb::{ReadableDatabase, ReadableMultimapTable, ReadableTable, WriteTransact
 
 use crate::doc::Document;
 use crate::error::Result;
+use crate::search::fields::RankFields;
 use tables::*;
 
 /// Writes a document and all its secondary-index entries under internal id `id`.
 pub(crate) fn put_document(tx: &WriteTransaction, id: u64, doc: &Document) -> Result<()> {
     tx.open_table(DOCS)?.insert(id, codec::encode(doc).as_slice())?;
+    tx.open_table(RANKING)?.insert(id, RankFields::of(doc).encode().as_slice())?;
     tx.open_table(UUIDS)?.insert(doc.id.as_u128(), id)?;
     tx.open_multimap_table(IDX_KIND)?.insert(doc.kind().code(), id)?;
     tx.open_multimap_table(IDX_SESSION)?.insert(doc.session_id.as_str(), id)?;
@@ -42,6 +44,7 @@ pub(crate) fn remove_document(tx: &WriteTransaction, id: u64) -> Result<Option<D
         return Ok(None);
     };
     let doc: Document = codec::decode("document", &bytes)?;
+    tx.open_table(RANKING)?.remove(id)?;
     tx.open_table(UUIDS)?.remove(doc.id.as_u128())?;
     tx.open_multimap_table(IDX_KIND)?.remove(doc.kind().code(), id)?;
     tx.open_multimap_table(IDX_SESSION)?.remove(doc.session_id.as_str(), id)?;
@@ -88,6 +91,7 @@ pub(crate) fn create_tables(db: &redb::Database) -> Result<()> {
     let tx = db.begin_write()?;
     tx.open_table(META)?;
     tx.open_table(DOCS)?;
+    backfill_ranking(&tx)?;
     tx.open_table(UUIDS)?;
     tx.open_table(VECTORS)?;
     tx.open_table(EMBED_CACHE)?;
@@ -114,6 +118,7 @@ fn all_tables_exist(db: &redb::Database) -> Result<bool> {
     let plain = [
         META.name(),
         DOCS.name(),
+        RANKING.name(),
         UUIDS.name(),
         VECTORS.name(),
         EMBED_CACHE.name(),
@@ -126,6 +131,39 @@ fn all_tables_exist(db: &redb::Database) -> Result<bool> {
     let multi =
         [IDX_TAG.name(), IDX_DOMAIN.name(), IDX_SESSION.name(), IDX_FILE.name(), IDX_KIND.name(), IDX_TIME.name()];
     Ok(plain.iter().all(|t| tables.iter().any(|n| n == t)) && multi.iter().all(|t| multimaps.iter().any(|n| n == t)))
+}
+
+/// A collection written before the ranking table existed gets it, filled from its documents
+/// (once: the open that creates the table). A document that cannot be decoded gets no row;
+/// a search derives what it needs from the document then, as for any missing row.
+fn backfill_ranking(tx: &WriteTransaction) -> Result<()> {
+    use redb::TableHandle;
+    if tx.list_tables()?.any(|t| t.name() == RANKING.name()) {
+        return Ok(());
+    }
+    let docs = tx.open_table(DOCS)?;
+    let mut ranking = tx.open_table(RANKING)?;
+    for row in docs.iter()? {
+        let (id, bytes) = row?;
+        if let Ok(doc) = codec::decode::<Document>("document", bytes.value()) {
+            ranking.insert(id.value(), RankFields::of(&doc).encode().as_slice())?;
+        }
+    }
+    Ok(())
+}
+
+/// What the ranking reads of document `id`: its row in [`RANKING`], or, where the row is
+/// missing or unreadable, the same fields derived from the document. `None` when the
+/// document is not there.
+pub(crate) fn rank_fields(
+    ranking: &impl ReadableTable<u64, &'static [u8]>,
+    docs: &impl ReadableTable<u64, &'static [u8]>,
+    id: u64,
+) -> Result<Option<RankFields>> {
+    if let Some(f) = ranking.get(id)?.and_then(|v| RankFields::decode(v.value())) {
+        return Ok(Some(f));
+    }
+    Ok(get_doc(docs, id)?.map(|d| RankFields::of(&d)))
 }
 
 /// Internal ids of a session's documents.

@@ -8,6 +8,9 @@ use redb::{MultimapTableDefinition, TableDefinition};
 pub(crate) const META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("meta");
 /// Documents by internal id (codec-encoded [`crate::Document`]).
 pub(crate) const DOCS: TableDefinition<'_, u64, &[u8]> = TableDefinition::new("docs");
+/// What the ranking reads of each document, by internal id: the fixed-size encoding of
+/// [`crate::search::fields::RankFields`], written and removed with the document.
+pub(crate) const RANKING: TableDefinition<'_, u64, &[u8]> = TableDefinition::new("ranking");
 /// External UUID → internal id.
 pub(crate) const UUIDS: TableDefinition<'_, u128, u64> = TableDefinition::new("uuid_to_id");
 /// Vectors by data id (`doc << 8 | chunk`), raw little-endian f32.

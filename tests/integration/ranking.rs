@@ -2,7 +2,9 @@
 //! embedder stands in for the model: the promises are about the ranking, not about meaning):
 //! the first `k` hits at `limit = k` are the first `k` at `limit = 50`, with identical scores,
 //! for random queries, filters, modes and rankings; identical messages of one session fold
-//! into one hit; every hit carries a relevance from 0 to 100 that falls with the score.
+//! into one hit; every hit carries a relevance from 0 to 100 that falls with the score; a
+//! collection written before the ranking table existed, or whose rows are damaged, ranks the
+//! same.
 
 use std::sync::Arc;
 
@@ -37,13 +39,16 @@ const WORDS: [&str; 24] = [
     "path",
 ];
 
+fn options() -> Options {
+    let small = CollectionOptions { exact_threshold: 64, ..Default::default() };
+    Options::default().embedder(Arc::new(convdex::HashEmbedder::default())).collection(small)
+}
+
 /// Four projects of three sessions, messages drawn from `WORDS`, every fifth message repeated in
 /// its session. The exact threshold is low, so unfiltered searches walk the graph and filtered
 /// ones scan.
 fn index(dir: &std::path::Path) -> Index {
-    let small = CollectionOptions { exact_threshold: 64, ..Default::default() };
-    let opts = Options::default().embedder(Arc::new(convdex::HashEmbedder::default())).collection(small);
-    let index = Index::open(dir, opts).unwrap();
+    let index = Index::open(dir, options()).unwrap();
     let mut seed = 7u64;
     let mut next = move || {
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -76,7 +81,8 @@ fn index(dir: &std::path::Path) -> Index {
 fn shared() -> &'static (tempfile::TempDir, Index) {
     static I: std::sync::OnceLock<(tempfile::TempDir, Index)> = std::sync::OnceLock::new();
     I.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
+        // A static is never dropped: under the target directory, not the system's temp dir.
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
         let index = index(dir.path());
         (dir, index)
     })
@@ -164,4 +170,74 @@ fn identical_messages_of_a_session_fold_into_one_hit() {
         assert!(seen.insert((h.project.clone(), h.hit.doc.session_id.clone(), h.hit.doc.content.clone())));
     }
     assert!(hits.iter().all(|h| h.hit.relevance <= 100));
+}
+
+/// Every hit of `q` over the index, as comparable values.
+fn everything(index: &Index, q: &Query) -> Vec<(String, uuid::Uuid, u32, u8, usize)> {
+    let found = index.search(None, q).unwrap().found;
+    found.into_iter().map(|h| (h.project, h.hit.doc.id, h.hit.score.to_bits(), h.hit.relevance, h.hit.folded)).collect()
+}
+
+/// The ranking reads a small row per candidate (`ranking` table) instead of the whole document.
+/// A collection written before that table existed gets it filled on its next open, and a row
+/// that cannot be read is derived from its document: either way, the same hits, scores and
+/// folds, bit for bit.
+#[test]
+fn collections_without_ranking_rows_rank_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let queries: Vec<Query> = (0..12)
+        .map(|i| {
+            let mut q = Query::new(format!("{} {}", WORDS[i % WORDS.len()], WORDS[(i * 7 + 3) % WORDS.len()]));
+            q.limit = 30;
+            q.mode = [None, Some(SearchMode::Semantic), Some(SearchMode::Lexical)][i % 3];
+            if i % 4 == 1 {
+                q.ranking.recent = Some(Recency { now_ms: 1_700_000_000_000 + 200 * 3_600_000, ..Recency::default() });
+            }
+            q
+        })
+        .collect();
+    let before: Vec<_> = {
+        let index = index(dir.path());
+        queries.iter().map(|q| everything(&index, q)).collect()
+    };
+    assert!(before.iter().any(|hits| hits.iter().any(|h| h.4 > 0)), "some hit folds a repeated message");
+    let stores: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path().join("data.redb"))
+        .filter(|p| p.exists())
+        .collect();
+    assert_eq!(stores.len(), 4);
+    let ranking: redb::TableDefinition<'_, u64, &[u8]> = redb::TableDefinition::new("ranking");
+    let docs: redb::TableDefinition<'_, u64, &[u8]> = redb::TableDefinition::new("docs");
+    let rows = |path: &std::path::Path| {
+        use redb::{ReadableDatabase, ReadableTableMetadata};
+        let db = redb::Database::open(path).unwrap();
+        let tx = db.begin_read().unwrap();
+        (tx.open_table(ranking).unwrap().len().unwrap(), tx.open_table(docs).unwrap().len().unwrap())
+    };
+    // Two collections as an older version wrote them (no table), two with damaged rows.
+    for (n, path) in stores.iter().enumerate() {
+        let db = redb::Database::open(path).unwrap();
+        let tx = db.begin_write().unwrap();
+        if n % 2 == 0 {
+            assert!(tx.delete_table(ranking).unwrap());
+        } else {
+            use redb::ReadableTable;
+            let mut t = tx.open_table(ranking).unwrap();
+            for id in 0..40u64 {
+                if t.get(id).unwrap().is_some() {
+                    t.insert(id, [0xFFu8; 7].as_slice()).unwrap();
+                }
+            }
+        }
+        tx.commit().unwrap();
+    }
+    let index = Index::open(dir.path(), options()).unwrap();
+    let after: Vec<_> = queries.iter().map(|q| everything(&index, q)).collect();
+    assert_eq!(before, after);
+    drop(index);
+    for (n, path) in stores.iter().enumerate().filter(|(n, _)| n % 2 == 0) {
+        let (r, d) = rows(path);
+        assert_eq!(r, d, "collection {n}: every document has its row again");
+    }
 }
