@@ -63,7 +63,7 @@
 //!   warm helper ([`Index::serve_warm`]) holding it is asked to let go instead.
 //! - hnsw_rs cannot delete: deleted documents are tombstones until the graph is rebuilt (past
 //!   25 % tombstones, automatically).
-//! - A collection of up to [`CollectionOptions::exact_threshold`] documents (32,768) is scanned
+//! - A collection of up to [`CollectionOptions::exact_threshold`] documents (131,072) is scanned
 //!   exactly and never reads its graph's links. A larger one reads them in the background (a
 //!   few seconds) when a search first wants to walk them; searches meanwhile use the exact scan.
 #![deny(missing_docs)]

@@ -42,9 +42,10 @@ pub struct CollectionOptions {
     /// A search whose candidates (every document, without a filter) number at most this many,
     /// or a filtered one under [`CollectionOptions::exact_fraction`] of the collection, scans
     /// their vectors exactly (recall 1) instead of walking the graph, and never reads the
-    /// graph's links. Default: 32,768 (measured with a search's pool of 100 documents on
-    /// 2 cores: the exact scan took 0.4 of the walk's time at 5,000 documents and 0.74 at
-    /// 50,000; see README «Benchmarks»).
+    /// graph's links. Default: 131,072 (measured with a search's pool of 100 documents on
+    /// 2 cores: the exact scan took 0.4 of the walk's time at 5,000 documents, 0.74 at 50,000
+    /// and 0.95 at 100,000, where the walk also holds the links and a second copy of every
+    /// vector in memory; see README «Benchmarks»).
     pub exact_threshold: usize,
     /// Share of the collection below which a filtered search scans its candidates exactly;
     /// above it the graph is walked without the filter, over-fetching, and the results are
@@ -74,7 +75,7 @@ impl Default for CollectionOptions {
     fn default() -> Self {
         CollectionOptions {
             hnsw: HnswParams::default(),
-            exact_threshold: 32_768,
+            exact_threshold: 131_072,
             exact_fraction: 0.12,
             rebuild_tombstone_ratio: 0.25,
             lock_wait: Duration::from_secs(3),
