@@ -22,7 +22,7 @@ pub struct WarmArgs {
     /// Show the running helper (exit 3 when none runs) instead of starting one.
     #[arg(long, conflicts_with = "stop")]
     pub status: bool,
-    /// Stop the running helper.
+    /// Stop the running helper (returns once it has let go of the data dir).
     #[arg(long)]
     pub stop: bool,
     /// Print --status as JSON.

@@ -122,9 +122,23 @@ impl Index {
     }
 
     /// Asks the warm helper of this data directory to close everything and exit; true when one
-    /// was running.
+    /// was running. Returns once it has let go of its claim on the directory (up to 30 s: a
+    /// helper holding gigabytes takes a moment to free them), so that a helper started right
+    /// after is not turned away as a second one.
     pub fn stop_warm(&self) -> bool {
-        matches!(warm::call(self.root(), &Request::Stop, Duration::from_secs(10)), Some(Answer::Stopping))
+        if !matches!(warm::call(self.root(), &Request::Stop, Duration::from_secs(10)), Some(Answer::Stopping)) {
+            return false;
+        }
+        let claim = std::fs::OpenOptions::new().write(true).open(self.root().join(warm::CLAIM));
+        if let Ok(claim) = claim {
+            let t = std::time::Instant::now();
+            while matches!(claim.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+                && t.elapsed() < Duration::from_secs(30)
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        true
     }
 
     /// Serves searches of this data directory to other processes over a Unix socket

@@ -132,11 +132,14 @@ fn a_warm_helper_answers_as_the_process_would_and_lets_go_of_what_others_need() 
     assert_ne!(restarted["pid"], s["pid"]);
     assert_eq!(ok(convdex(&data, true, new_session)), after_cold);
     assert_eq!(ok(convdex(&data, true, &["warm", "--stop"])).trim(), "stopped the warm helper");
-    let start = Instant::now();
-    while status(&data).is_some() || data.join("warm.sock").exists() {
-        assert!(start.elapsed() < Duration::from_secs(10), "the helper did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // `--stop` returns once the helper has let go: its socket is gone, and a helper started
+    // at once serves instead of leaving as a second one.
+    assert!(!data.join("warm.sock").exists(), "the socket outlived --stop");
+    let mut again = helper(&data, 60);
+    assert_eq!(wait_for_helper(&data)["pid"], again.id());
+    assert_eq!(ok(convdex(&data, true, &["warm", "--stop"])).trim(), "stopped the warm helper");
+    assert!(wait_exit(&mut again, Duration::from_secs(10)), "the helper did not stop");
+    assert!(status(&data).is_none() && !data.join("warm.sock").exists());
     // No helper: `--status` says so with exit 3; a lexical search does not start one.
     assert_eq!(convdex(&data, true, &["warm", "--status"]).status.code(), Some(3));
     assert_eq!(doctor(true)["warm"]["state"], "none");
