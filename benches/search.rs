@@ -7,7 +7,8 @@
 //! Run: `cargo bench --bench search` (prints markdown tables). `CONVDEX_BENCH_SIZES=10000`
 //! limits the sizes. `CONVDEX_BENCH_PARTS=rebuild` runs only the graph-rebuild sweep: the same
 //! stored vectors rebuilt with several HNSW parameter sets, each timed (read + insert + dump)
-//! and scored by recall@10 against the exact scan.
+//! and scored by recall@10 against the exact scan, with both searches' p50 (the walk forced,
+//! the scan forced); `CONVDEX_BENCH_HNSW=16:100,16:64` picks the sets (M:ef_construction).
 
 mod common;
 
@@ -83,10 +84,19 @@ fn rebuild_sweep(n: usize) {
     println!();
     println!("## graph rebuild, {n} documents (stored vectors read from redb, inserted, dumped)");
     println!();
-    println!("| M | ef_construction | rebuild + dump s | vs default | recall@10 (ef_search 64) |");
-    println!("|---:|---:|---:|---:|---:|");
+    println!("| M | ef_construction | rebuild + dump s | vs first | recall@10 | walk p50 ms | exact scan p50 ms |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
     let mut base = None;
-    for (m, efc) in [(16, 100), (16, 64), (16, 40), (12, 64), (8, 40)] {
+    let sets: Vec<(usize, usize)> = std::env::var("CONVDEX_BENCH_HNSW")
+        .ok()
+        .map(|v| {
+            v.split(',')
+                .filter_map(|p| p.split_once(':'))
+                .filter_map(|(m, e)| Some((m.trim().parse().ok()?, e.trim().parse().ok()?)))
+                .collect()
+        })
+        .unwrap_or_else(|| vec![(16, 100), (16, 64), (16, 40), (12, 64), (8, 40)]);
+    for (m, efc) in sets {
         let hnsw = convdex::HnswParams { max_connections: m, ef_construction: efc, ..Default::default() };
         let idx = index_hnsw(dir.path(), false, hnsw);
         let coll = idx.collection("bench", "search").unwrap();
@@ -96,12 +106,23 @@ fn rebuild_sweep(n: usize) {
         let secs = t.elapsed().as_secs_f64();
         let base = *base.get_or_insert(secs);
         let mut recall = 0.0;
+        let (mut walk, mut scan) = (Vec::new(), Vec::new());
         for q in queries {
-            let hits = coll.search_vector(q.clone()).limit(K).run().unwrap();
+            let t = Instant::now();
+            let hits = coll.search_vector(q.clone()).limit(K).exact(false).run().unwrap();
+            walk.push(t.elapsed());
+            let t = Instant::now();
             let exact = coll.search_vector(q.clone()).limit(K).exact(true).run().unwrap();
+            scan.push(t.elapsed());
             recall += overlap(&hits, &exact);
         }
-        println!("| {m} | {efc} | {secs:.1} | {:.2}× | {:.3} |", secs / base, recall / QUERIES as f64);
+        println!(
+            "| {m} | {efc} | {secs:.1} | {:.2}× | {:.3} | {:.2} | {:.2} |",
+            secs / base,
+            recall / QUERIES as f64,
+            common::pct_ms(walk, 0.5),
+            common::pct_ms(scan, 0.5)
+        );
     }
 }
 
