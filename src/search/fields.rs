@@ -44,7 +44,7 @@ impl RankFields {
         RankFields {
             uuid: doc.id.as_u128(),
             session,
-            fold: fold_hash(session, &doc.content, &mut String::new()),
+            fold: fold_hash(session, &doc.content),
             position: position.filter(|&p| p != NO_POSITION),
             timestamp_ms: doc.timestamp.timestamp_millis(),
             status,
@@ -98,26 +98,18 @@ impl RankFields {
 }
 
 /// A hash of content as compared for folding (whitespace runs collapsed, case kept), seeded
-/// with the session's hash. Content already in that form (most is) is hashed as it is;
-/// `scratch` holds the collapsed form of the rest. 128 bits: two different contents of one
-/// session folding into one hit would take a collision no search will meet.
-pub(crate) fn fold_hash(session: u64, content: &str, scratch: &mut String) -> u128 {
+/// with the session's hash. Content already in that form (most is) is hashed as it is, the
+/// rest is collapsed first. 128 bits: two different contents of one session folding into one
+/// hit would take a collision no search will meet.
+pub(crate) fn fold_hash(session: u64, content: &str) -> u128 {
     let collapsed = !content.starts_with(char::is_whitespace)
         && !content.ends_with(char::is_whitespace)
         && !content.contains(|c: char| c.is_whitespace() && c != ' ')
         && !content.contains("  ");
-    let folded = if collapsed {
-        content
-    } else {
-        scratch.clear();
-        for (n, word) in content.split_whitespace().enumerate() {
-            if n > 0 {
-                scratch.push(' ');
-            }
-            scratch.push_str(word);
-        }
-        scratch.as_str()
-    };
+    if collapsed {
+        return xxhash_rust::xxh3::xxh3_128_with_seed(content.as_bytes(), session);
+    }
+    let folded = content.split_whitespace().collect::<Vec<_>>().join(" ");
     xxhash_rust::xxh3::xxh3_128_with_seed(folded.as_bytes(), session)
 }
 
@@ -159,10 +151,7 @@ mod tests {
 
     #[test]
     fn folding_hashes_collapse_whitespace_only() {
-        let mut scratch = String::new();
-        let mut h = |session: &str, content: &str| {
-            fold_hash(xxhash_rust::xxh3::xxh3_64(session.as_bytes()), content, &mut scratch)
-        };
+        let h = |session: &str, content: &str| fold_hash(xxhash_rust::xxh3::xxh3_64(session.as_bytes()), content);
         let plain = h("s", "a b 数据 c");
         for same in ["a b 数据 c", " a b 数据 c", "a  b 数据 c ", "a\tb\n\n数据\u{3000}c"] {
             assert_eq!(h("s", same), plain, "{same:?}");
