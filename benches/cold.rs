@@ -255,14 +255,34 @@ fn recall() {
     let first = spread(&all, 50);
     let fresh: Vec<&Prompt> =
         spread(&all, 200).into_iter().filter(|p| !first.iter().any(|f| f.uuid == p.uuid)).take(150).collect();
-    let before = convdex::RecallOptions { other_projects: false, skip_repeats: false, ..Default::default() };
+    // Every other prompt: never looked at before the shared-terms rule (2026-11-25 night) was
+    // chosen on the two sets above. `CONVDEX_BENCH_DEVELOPMENT_ONLY=1` leaves it out.
+    let rest: Vec<&Prompt> = all.iter().filter(|p| !first.iter().chain(&fresh).any(|f| f.uuid == p.uuid)).collect();
+    let before = convdex::RecallOptions {
+        other_projects: false,
+        skip_repeats: false,
+        min_shared_terms: 1,
+        ..Default::default()
+    };
+    let one_term = convdex::RecallOptions { min_shared_terms: 1, other_projects: true, ..Default::default() };
+    let two_terms = convdex::RecallOptions { other_projects: true, ..Default::default() };
     println!();
     println!(
         "| prompt recall replayed in time order | prompts | got a block | hits judged relevant | blocks with a relevant hit |"
     );
     println!("|---|---:|---:|---:|---:|");
-    for (set, picked) in [("first 50 (seen)", &first), ("150 fresh (held out)", &fresh)] {
-        for (name, defaults) in [("this project only, repeats kept", &before), ("defaults", &Default::default())] {
+    let mut sets = vec![("first 50 (seen)", &first), ("150 fresh (seen since 2026-11-24)", &fresh)];
+    if std::env::var_os("CONVDEX_BENCH_DEVELOPMENT_ONLY").is_none() {
+        sets.push(("the rest (held out)", &rest));
+    }
+    for (set, picked) in sets {
+        let variants = [
+            ("this project only, repeats kept, one shared term (2026-11-24 morning)", &before),
+            ("other projects' decisions, one shared term (2026-11-24 defaults)", &one_term),
+            ("other projects' decisions, two shared terms", &two_terms),
+            ("defaults: this project only, two shared terms", &Default::default()),
+        ];
+        for (name, defaults) in variants {
             let mut tally = Tally::default();
             if show {
                 eprintln!("\n##### {set}: {name}");

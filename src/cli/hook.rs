@@ -39,6 +39,11 @@ pub struct PromptArgs {
     /// Hits at most.
     #[arg(long, default_value_t = 3)]
     pub limit: usize,
+    /// When this project recalls fewer hits than `--limit`, fill the rest with decisions of the
+    /// data dir's other projects (off by default: replayed on 474 real prompts, they were never
+    /// judged relevant; see `RecallOptions::other_projects`).
+    #[arg(long)]
+    pub other_projects: bool,
 }
 
 /// Runs a hook: never an error for the caller.
@@ -134,6 +139,7 @@ fn prompt(ctx: &Ctx, p: &Value, a: PromptArgs) -> anyhow::Result<Output> {
     let options = RecallOptions {
         min_relevance: a.min_relevance,
         limit: a.limit,
+        other_projects: a.other_projects,
         exclude_session: field(p, "session_id").map(str::to_string),
         ..RecallOptions::default()
     };

@@ -82,7 +82,8 @@ fn hooks_bring_memory_to_the_agent() {
     let unrelated = json!({"session_id": "new", "cwd": "/home/dev/acme-api",
         "prompt": "please translate this poem about autumn leaves into French"});
     assert_eq!(context(&convdex(d, &["hook", "prompt"], &unrelated.to_string(), &[])), None);
-    // This project first, then what another project decided, said where it was decided.
+    // With `--other-projects`: this project first, then what another project decided, said
+    // where it was decided.
     let other = tempfile::tempdir().unwrap();
     let dir = other.path().join("projects/-home-dev-billing-svc");
     std::fs::create_dir_all(&dir).unwrap();
@@ -100,11 +101,14 @@ fn hooks_bring_memory_to_the_agent() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let ask = json!({"session_id": "new", "cwd": "/home/dev/acme-api",
         "prompt": "do failed stripe invoice webhooks need idempotency keys when we retry?"});
-    let block = context(&convdex(d, &["hook", "prompt"], &ask.to_string(), &[])).expect("recalled elsewhere");
+    // Other projects are asked only on request (`--other-projects`).
+    assert_eq!(context(&convdex(d, &["hook", "prompt"], &ask.to_string(), &[])), None);
+    let block = context(&convdex(d, &["hook", "prompt", "--other-projects"], &ask.to_string(), &[]))
+        .expect("recalled elsewhere");
     assert!(block.contains("project billing-svc") && block.contains("idempotency keys"), "{block}");
     // The same words asked again recall nothing new: the prompt itself is not shown back.
     let repeat = json!({"session_id": "new", "cwd": "/home/dev/acme-api", "prompt": elsewhere});
-    let block = context(&convdex(d, &["hook", "prompt"], &repeat.to_string(), &[]));
+    let block = context(&convdex(d, &["hook", "prompt", "--other-projects"], &repeat.to_string(), &[]));
     assert!(block.as_deref().is_none_or(|b| !b.contains("idempotency keys")), "{block:?}");
 
     // Broken input: exit 0, nothing printed, the error recorded for `doctor`.
