@@ -45,7 +45,9 @@ pub struct RecallOptions {
     /// A hit must contain at least this many of the prompt's search terms (distinct words
     /// after stop words, as the lexical index analyses them; all of them when the prompt has
     /// fewer): a message that shares one word with a prompt of several ("option", "start") is
-    /// rarely about it, however rare the word. Default: 2.
+    /// rarely about it, however rare the word. Applies in every [`RecallOptions::mode`]: 0
+    /// turns it off (for a semantic recall across languages, where words cannot match).
+    /// Default: 2.
     pub min_shared_terms: usize,
 }
 

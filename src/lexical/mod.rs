@@ -135,6 +135,17 @@ impl Lexical {
         f(w)
     }
 
+    /// Lets the writer's background merges finish, so that nothing writes in the index's
+    /// directory once it is closed (tantivy's writer, dropped, leaves merges running: a
+    /// directory removed or reopened right after a close met files appearing in it).
+    fn close(&mut self) {
+        let writer = self.writer.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(w) = writer {
+            // A merge that fails leaves the committed segments as they were.
+            let _ = w.wait_merging_threads();
+        }
+    }
+
     /// Deletes whatever is in `dir` and opens an empty index there.
     pub(crate) fn recreate(dir: &Path) -> Result<Lexical> {
         let index = Self::recreate_index(dir)?;
@@ -318,5 +329,11 @@ impl Lexical {
         }
         scale.reference += scale.required;
         Ok(scale)
+    }
+}
+
+impl Drop for Lexical {
+    fn drop(&mut self) {
+        self.close();
     }
 }

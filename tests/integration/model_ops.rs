@@ -133,5 +133,12 @@ proptest! {
             }
             prop_assert_eq!(coll.as_ref().unwrap().len().unwrap(), model.len());
         }
+        // Closed, nothing writes in the data dir any more: it can be removed at once (the
+        // lexical index's background merges once outlived the close and made this fail).
+        drop(coll);
+        drop(index);
+        let path = dir.path().to_path_buf();
+        prop_assert!(dir.close().is_ok(), "the data dir could not be removed right after the close");
+        prop_assert!(!path.exists());
     }
 }
