@@ -221,11 +221,13 @@ fn main() {
     }
 }
 
-/// The prompt hook's recall replayed as history happened: for 50 real prompts (spread over the
-/// corpus in time order), only documents up to the prompt's time, its own session excluded;
-/// each hit compared with the judgement set `tests/data/prompt_judgements.json` (transcript
-/// path + prompt uuid + recalled document id → relevant or not; never text).
-/// `CONVDEX_BENCH_SHOW=1` prints prompts and hits to stderr, to judge new ones.
+/// The prompt hook's recall replayed as history happened, for every real prompt of the corpus
+/// in three sets (the first 50 spread over it in time order, 150 more spread the same way, and
+/// the rest, held out until 2026-11-25 night), each with several recall settings: only
+/// documents up to the prompt's time, its own session excluded; each hit compared with the
+/// judgement set `tests/data/prompt_judgements.json` (transcript path + prompt uuid + recalled
+/// document id → relevant or not; never text). `CONVDEX_BENCH_SHOW=1` prints prompts and hits
+/// to stderr, to judge new ones; `CONVDEX_BENCH_DEVELOPMENT_ONLY=1` leaves the third set out.
 fn recall() {
     let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
     let roots = common::corpus_roots(&base.join("transcripts"));
