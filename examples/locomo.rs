@@ -169,7 +169,7 @@ fn main() -> anyhow::Result<()> {
         let index = Index::open(dir.path().join(model), options)?;
         let loaded = import(&index, &data)?;
         println!(
-            "\n## {model}: turns embedded and indexed as (date) speaker said, \"text\" (imported in {:.0} s)",
+            "\n## {model}: turns embedded and indexed as (date) speaker, answering the previous turn, said, \"text\" (imported in {:.0} s)",
             t.elapsed().as_secs_f64()
         );
         run_configs(&loaded, sweep)?;

@@ -17,7 +17,8 @@
 //! `--model` chooses the embedding model (default: convdex's default, multilingual-e5-small);
 //! `--data` keeps the indexes between runs (default: a temporary directory; one sub-directory
 //! per model); `--sweep` adds fusion and context settings; `--fit` fits the relevance curve on
-//! the development halves and prints its reliability on the test halves.
+//! the development halves and prints its reliability on the test halves; `--dev-only` asks
+//! the development halves only (to explore without looking at the test halves).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -173,6 +174,7 @@ fn evaluate(
     cc: &[Case],
     ml: &[Case],
     c: &Config,
+    dev_only: bool,
 ) -> anyhow::Result<Results> {
     let mut r = Results {
         locomo: BTreeMap::new(),
@@ -182,6 +184,9 @@ fn evaluate(
         misses: Vec::new(),
     };
     for (split, l, question, evidence) in locomo_questions(loaded) {
+        if dev_only && split == Split::Test {
+            continue;
+        }
         let q = query(question, c.mode, c.ranking, 10);
         let hits = loc.search(None, &q)?.found;
         let ids: Vec<(String, String, bool)> = hits
@@ -210,7 +215,7 @@ fn evaluate(
         pts.extend(hits.iter().zip(&ids).map(|(h, x)| (h.hit.score, h.hit.relevance, answered(x))));
     }
     for (set, cases) in [("claude", cc), ("multilingual", ml)] {
-        for case in cases {
+        for case in cases.iter().filter(|c| !dev_only || c.split == Split::Dev) {
             let hits = claude.search(None, &query(&case.query, c.mode, c.ranking, 10))?.found;
             let answered = |h: &convdex::ProjectHit| match (&h.hit.doc.body, case.uuids.is_empty()) {
                 (_, true) => h.hit.doc.session_id == case.session,
@@ -402,6 +407,8 @@ fn main() -> anyhow::Result<()> {
             });
         }
     }
+    let dev_only = flag("--dev-only");
+    let halves: &[Split] = if dev_only { &[Split::Dev] } else { &[Split::Dev, Split::Test] };
     println!(
         "## Ranking with {model} on three sets ({} LoCoMo questions with evidence, {} Claude Code cases, {} multilingual)\n",
         loaded.iter().map(|l| l.qa.iter().filter(|q| !locomo::evidence(q).is_empty()).count()).sum::<usize>(),
@@ -415,8 +422,8 @@ fn main() -> anyhow::Result<()> {
     let mut default_results = None;
     for c in &configs {
         let t = Instant::now();
-        let r = evaluate(&claude, &loc, &loaded, &cc, &ml, c)?;
-        for split in [Split::Dev, Split::Test] {
+        let r = evaluate(&claude, &loc, &loaded, &cc, &ml, c, dev_only)?;
+        for &split in halves {
             println!("{}", row(&c.label, split, &r));
         }
         eprintln!("{}: {:.0} s", c.label, t.elapsed().as_secs_f64());
@@ -432,6 +439,9 @@ fn main() -> anyhow::Result<()> {
     // LoCoMo per collection (the same questions, each asked of its own conversation only).
     let mut per = BTreeMap::<Split, Tally>::new();
     for (split, l, question, evidence) in locomo_questions(&loaded) {
+        if dev_only && split == Split::Test {
+            continue;
+        }
         let hits = l.coll.query(&query(question, SearchMode::Hybrid, d, 10))?;
         let found = evidence
             .iter()

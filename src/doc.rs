@@ -224,6 +224,26 @@ pub enum DocBody {
     Summary(SummaryFields),
 }
 
+/// The turn a message answers, kept with the message: who said it and the start of what they
+/// said (at most [`Quote::MAX_CHARS`] characters).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Quote {
+    /// Who said it.
+    pub speaker: String,
+    /// The start of what they said.
+    pub text: String,
+}
+
+impl Quote {
+    /// The most of the answered turn's text a quote keeps.
+    pub const MAX_CHARS: usize = 300;
+
+    /// A quote of `text` by `speaker`, cut to [`Quote::MAX_CHARS`] characters.
+    pub fn new(speaker: &str, text: &str) -> Quote {
+        Quote { speaker: speaker.to_string(), text: text.chars().take(Quote::MAX_CHARS).collect() }
+    }
+}
+
 /// One document of a collection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Document {
@@ -251,6 +271,12 @@ pub struct Document {
     pub extraction_method: ExtractionMethod,
     /// Type-specific fields.
     pub body: DocBody,
+    /// The turn this message answers (imported conversations: the previous turn). It is
+    /// embedded and indexed by words in front of the message (see [`Document::embed_header`]):
+    /// "yes, last week!" means little alone. `None` for Claude Code messages, decisions and
+    /// summaries. Stored last (the store's record layout depends on it; see `store::codec`).
+    #[serde(default)]
+    pub answering: Option<Quote>,
 }
 
 impl Document {
@@ -283,6 +309,7 @@ impl Document {
                 speaker: None,
                 agent: None,
             }),
+            answering: None,
         }
     }
 
@@ -301,16 +328,20 @@ impl Document {
         self.tags.iter().find_map(|t| t.strip_prefix("source:"))
     }
 
-    /// What is embedded in front of a message's text when it names its speaker (imported
-    /// multi-party conversations): `(8 May 2023) Caroline said, `. Measured on LoCoMo, where
-    /// questions name people and dates (see README). Claude Code messages are embedded as they
-    /// are.
-    pub(crate) fn embed_header(&self) -> Option<String> {
-        match &self.body {
-            DocBody::Message(m) => {
-                m.speaker.as_ref().map(|s| format!("({}) {s} said, ", self.timestamp.format("%-d %B %Y")))
-            }
-            _ => None,
+    /// What is embedded (and indexed by words) in front of a message's text when it names its
+    /// speaker or the turn it answers (imported multi-party conversations):
+    /// `(8 May 2023) Caroline said, `, or with the answered turn
+    /// `(8 May 2023) Caroline, answering Melanie's "…", said, `. Measured on LoCoMo, where
+    /// questions name people and dates and answers lean on the question they answer (see
+    /// README). Claude Code messages are embedded as they are.
+    pub fn embed_header(&self) -> Option<String> {
+        let DocBody::Message(m) = &self.body else { return None };
+        let date = self.timestamp.format("%-d %B %Y");
+        match (&m.speaker, &self.answering) {
+            (Some(s), Some(q)) => Some(format!("({date}) {s}, answering {}'s \"{}\", said, ", q.speaker, q.text)),
+            (Some(s), None) => Some(format!("({date}) {s} said, ")),
+            (None, Some(q)) => Some(format!("({date}) answering {}'s \"{}\": ", q.speaker, q.text)),
+            (None, None) => None,
         }
     }
 
@@ -335,4 +366,28 @@ impl Document {
 /// after a round trip.
 pub fn now_millis() -> DateTime<Utc> {
     DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_names_the_date_the_speaker_and_the_turn_answered() {
+        let mut d = Document::message("s", "u", 1, Role::Other, "Lisboa!");
+        d.timestamp = DateTime::from_timestamp(1_683_540_000, 0).unwrap();
+        assert_eq!(d.embed_header(), None, "a Claude Code message is embedded as it is");
+        d.answering = Some(Quote::new("Ana", "¿Dónde pasaste las vacaciones?"));
+        assert_eq!(d.embed_header().unwrap(), "(8 May 2023) answering Ana's \"¿Dónde pasaste las vacaciones?\": ");
+        if let DocBody::Message(m) = &mut d.body {
+            m.speaker = Some("Bó".into());
+        }
+        assert_eq!(
+            d.lexical_text(),
+            "(8 May 2023) Bó, answering Ana's \"¿Dónde pasaste las vacaciones?\", said, Lisboa!"
+        );
+        d.answering = None;
+        assert_eq!(d.embed_header().unwrap(), "(8 May 2023) Bó said, ");
+        assert_eq!(Quote::new("x", &"长".repeat(400)).text.chars().count(), Quote::MAX_CHARS);
+    }
 }

@@ -103,7 +103,7 @@ pub use collection::{
 };
 pub use doc::{
     CommitRef, DecisionFields, DecisionStatus, DocBody, DocKind, Document, ExtractionMethod, FileAction, FileRef,
-    MessageFields, Role, SummaryFields, now_millis,
+    MessageFields, Quote, Role, SummaryFields, now_millis,
 };
 pub use embed::{EmbedOptions, Embedder, FastEmbedder, HashEmbedder, LazyEmbedder, StaticEmbedder};
 pub use error::{Error, Result};

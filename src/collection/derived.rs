@@ -159,7 +159,7 @@ fn lexical_documents(db: &Database, only: Option<&[u64]>) -> Result<Vec<(u64, St
         None => {
             for e in docs.iter()? {
                 let (k, v) = e?;
-                let d: Document = codec::decode("document", v.value())?;
+                let d: Document = codec::decode_document(v.value())?;
                 out.push((k.value(), d.lexical_text()));
             }
         }

@@ -165,7 +165,7 @@ impl Collection {
         let mut out = Vec::with_capacity(n);
         for row in docs.range(from..)?.take(n) {
             let (k, v) = row?;
-            out.push((k.value(), codec::decode("document", v.value())?));
+            out.push((k.value(), codec::decode_document(v.value())?));
         }
         Ok(out)
     }

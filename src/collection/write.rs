@@ -319,8 +319,16 @@ impl Collection {
         let offsets = embedder.token_offsets(&doc.content);
         let header = doc.embed_header();
         let limit = self.options.chunk_tokens.min(embedder.max_tokens().saturating_sub(embedder.overhead_tokens()));
-        // Leave room for the header's tokens (a date and a name: well under 24).
-        let budget = if header.is_some() { limit.saturating_sub(24) } else { limit };
+        // Leave room for the header's tokens: a date and a name take well under 24. A quoted
+        // turn it answers (at most `Quote::MAX_CHARS` characters) is measured, and only has to
+        // fit within what the model reads at most: it comes on top of the chunk.
+        let budget = match (&header, &doc.answering) {
+            (None, _) => limit,
+            (Some(_), None) => limit.saturating_sub(24),
+            (Some(h), Some(_)) => limit.saturating_sub(24).min(
+                embedder.max_tokens().saturating_sub(embedder.overhead_tokens() + embedder.token_offsets(h).len() + 2),
+            ),
+        };
         let ranges = crate::text::chunk::split(
             &doc.content,
             &offsets,

@@ -88,6 +88,7 @@ pub fn documents(
                     speaker: None,
                     agent: agent.map(str::to_string),
                 }),
+                answering: None,
             });
             index += 1;
         }
@@ -135,6 +136,7 @@ pub fn decision_documents(messages: &[Document]) -> Vec<Document> {
                 superseded_by: None,
                 supersedes: Vec::new(),
             }),
+            answering: None,
         });
     }
     out
@@ -266,6 +268,7 @@ pub fn summary_document(session: &str, inputs: &[SessionFile<'_>], docs: &[Docum
             started_at_ms: start.timestamp_millis(),
             ended_at_ms: end.timestamp_millis(),
         }),
+        answering: None,
     })
 }
 

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::collection::{Collection, SessionWrite};
-use crate::doc::{DocBody, DocKind, Document, ExtractionMethod, MessageFields, Role, now_millis};
+use crate::doc::{DocBody, DocKind, Document, ExtractionMethod, MessageFields, Quote, Role, now_millis};
 use crate::error::Result;
 use crate::text::scrub::scrub;
 
@@ -48,15 +48,17 @@ pub fn import_conversations(
         tags.push(format!("source:{}", c.source.to_lowercase()));
         tags.sort();
         tags.dedup();
+        let texts: Vec<String> = c.turns.iter().map(|t| scrub(&t.content).0).collect();
         let docs: Vec<Document> = c
             .turns
             .iter()
+            .zip(&texts)
             .enumerate()
-            .map(|(i, t)| Document {
+            .map(|(i, (t, text))| Document {
                 id: Document::stable_id(&c.id, DocKind::Message, &i.to_string()),
                 session_id: c.id.clone(),
                 timestamp: t.time,
-                content: scrub(&t.content).0,
+                content: text.clone(),
                 tags: tags.clone(),
                 domain: None,
                 files_discussed: Vec::new(),
@@ -70,6 +72,8 @@ pub fn import_conversations(
                     speaker: Some(t.speaker.clone()),
                     agent: None,
                 }),
+                // The previous turn, scrubbed like its own document.
+                answering: i.checked_sub(1).map(|p| Quote::new(&c.turns[p].speaker, &texts[p])),
             })
             .collect();
         let header = ImportHeader {

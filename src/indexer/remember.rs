@@ -139,6 +139,7 @@ pub fn remember(index: &Index, what: &Remember<'_>) -> Result<Remembered> {
             superseded_by: None,
             supersedes: Vec::new(),
         }),
+        answering: None,
     };
     let new = existing.is_none();
     if new {

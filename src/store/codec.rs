@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::doc::Document;
 use crate::error::{Error, Result};
 
 /// Version of the record encoding. Bump on any incompatible change of a stored struct.
@@ -32,6 +33,30 @@ pub(crate) fn decode<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> R
     Ok(value)
 }
 
+/// Version of the document record. 2 added [`Document::answering`], encoded last; a version-1
+/// record is the same bytes without it.
+pub(crate) const DOCUMENT_VERSION: u8 = 2;
+
+/// Encodes a document (version [`DOCUMENT_VERSION`]).
+pub(crate) fn encode_document(doc: &Document) -> Vec<u8> {
+    let mut out = encode(doc);
+    out[0] = DOCUMENT_VERSION;
+    out
+}
+
+/// Decodes a document of version 2, or of version 1 (written before [`Document::answering`]
+/// existed): its bytes are those of version 2 without the last field, and an absent `Option`
+/// is one zero byte in this encoding, so the record is read with that byte appended.
+pub(crate) fn decode_document(bytes: &[u8]) -> Result<Document> {
+    let what = "document";
+    match bytes.first() {
+        Some(&DOCUMENT_VERSION) => decode(what, &[&[FORMAT_VERSION], &bytes[1..]].concat()),
+        Some(1) => decode(what, &[bytes, &[0]].concat()),
+        Some(&v) => Err(Error::FormatVersion { what, found: v.into(), supported: DOCUMENT_VERSION.into() }),
+        None => Err(Error::Codec { what, reason: "empty record".into() }),
+    }
+}
+
 /// Raw little-endian f32 bytes of a vector.
 pub(crate) fn vector_bytes(v: &[f32]) -> Vec<u8> {
     let mut out = Vec::with_capacity(v.len() * 4);
@@ -52,19 +77,76 @@ pub(crate) fn vector_from_bytes(b: &[u8]) -> Result<Vec<f32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doc::{Document, Role};
+    use crate::doc::{Quote, Role};
 
     #[test]
     fn document_roundtrip_and_version_check() {
         let mut d = Document::message("s1", "u1", 3, Role::User, "hello");
         d.tags = vec!["rust".into()];
-        let bytes = encode(&d);
-        let back: Document = decode("document", &bytes).unwrap();
-        assert_eq!(back, d);
+        let bytes = encode_document(&d);
+        assert_eq!(bytes[0], DOCUMENT_VERSION);
+        assert_eq!(decode_document(&bytes).unwrap(), d);
+        d.answering = Some(Quote::new("Mélanie", "说了什么？"));
+        assert_eq!(decode_document(&encode_document(&d)).unwrap(), d);
         let mut bad = bytes.clone();
         bad[0] = 99;
-        assert!(matches!(decode::<Document>("document", &bad), Err(Error::FormatVersion { found: 99, .. })));
-        assert!(matches!(decode::<Document>("document", &bytes[..bytes.len() - 2]), Err(Error::Codec { .. })));
+        assert!(matches!(decode_document(&bad), Err(Error::FormatVersion { found: 99, supported: 2, .. })));
+        assert!(matches!(decode_document(&bytes[..bytes.len() - 2]), Err(Error::Codec { .. })));
+        assert!(matches!(decode_document(&[]), Err(Error::Codec { .. })));
+    }
+
+    /// The record layout of version 1, as it was written before `answering` existed.
+    #[derive(Serialize)]
+    struct DocumentV1<'a> {
+        id: uuid::Uuid,
+        session_id: &'a str,
+        #[serde(with = "chrono::serde::ts_milliseconds")]
+        timestamp: chrono::DateTime<chrono::Utc>,
+        content: &'a str,
+        tags: &'a [String],
+        domain: &'a Option<String>,
+        files_discussed: &'a [crate::doc::FileRef],
+        commits_made: &'a [crate::doc::CommitRef],
+        #[serde(with = "chrono::serde::ts_milliseconds")]
+        indexed_at: chrono::DateTime<chrono::Utc>,
+        extraction_method: &'a crate::doc::ExtractionMethod,
+        body: &'a crate::doc::DocBody,
+    }
+
+    #[test]
+    fn a_version_1_document_reads_as_answering_nothing() {
+        let mut message = Document::message("会话", "u1", 3, Role::User, "hello");
+        message.domain = Some("backend".into());
+        let mut decision = Document::message("s", "u2", 0, Role::Assistant, "we use redb");
+        decision.body = crate::doc::DocBody::Decision(crate::doc::DecisionFields {
+            summary: "use redb".into(),
+            alternatives: vec!["sled".into()],
+            reasoning: None,
+            confidence: 0.9,
+            source_message_uuid: "u2".into(),
+            status: crate::doc::DecisionStatus::Active,
+            superseded_by: None,
+            supersedes: vec![],
+        });
+        for d in [message, decision] {
+            let v1 = encode(&DocumentV1 {
+                id: d.id,
+                session_id: &d.session_id,
+                timestamp: d.timestamp,
+                content: &d.content,
+                tags: &d.tags,
+                domain: &d.domain,
+                files_discussed: &d.files_discussed,
+                commits_made: &d.commits_made,
+                indexed_at: d.indexed_at,
+                extraction_method: &d.extraction_method,
+                body: &d.body,
+            });
+            assert_eq!(v1[0], 1);
+            assert_eq!(decode_document(&v1).unwrap(), d);
+            // And it is the version-2 record without its last byte.
+            assert_eq!(&v1[1..], &encode_document(&d)[1..encode_document(&d).len() - 1]);
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use tables::*;
 
 /// Writes a document and all its secondary-index entries under internal id `id`.
 pub(crate) fn put_document(tx: &WriteTransaction, id: u64, doc: &Document) -> Result<()> {
-    tx.open_table(DOCS)?.insert(id, codec::encode(doc).as_slice())?;
+    tx.open_table(DOCS)?.insert(id, codec::encode_document(doc).as_slice())?;
     tx.open_table(RANKING)?.insert(id, RankFields::of(doc).encode().as_slice())?;
     tx.open_table(UUIDS)?.insert(doc.id.as_u128(), id)?;
     tx.open_multimap_table(IDX_KIND)?.insert(doc.kind().code(), id)?;
@@ -43,7 +43,7 @@ pub(crate) fn remove_document(tx: &WriteTransaction, id: u64) -> Result<Option<D
     let Some(bytes) = tx.open_table(DOCS)?.remove(id)?.map(|v| v.value().to_vec()) else {
         return Ok(None);
     };
-    let doc: Document = codec::decode("document", &bytes)?;
+    let doc: Document = codec::decode_document(&bytes)?;
     tx.open_table(RANKING)?.remove(id)?;
     tx.open_table(UUIDS)?.remove(doc.id.as_u128())?;
     tx.open_multimap_table(IDX_KIND)?.remove(doc.kind().code(), id)?;
@@ -145,7 +145,7 @@ fn backfill_ranking(tx: &WriteTransaction) -> Result<()> {
     let mut ranking = tx.open_table(RANKING)?;
     for row in docs.iter()? {
         let (id, bytes) = row?;
-        if let Ok(doc) = codec::decode::<Document>("document", bytes.value()) {
+        if let Ok(doc) = codec::decode_document(bytes.value()) {
             ranking.insert(id.value(), RankFields::of(&doc).encode().as_slice())?;
         }
     }
@@ -175,7 +175,7 @@ pub(crate) fn session_ids(tx: &WriteTransaction, session_id: &str) -> Result<Vec
 /// One document by internal id.
 pub(crate) fn get_doc(docs: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> Result<Option<Document>> {
     match docs.get(id)? {
-        Some(v) => Ok(Some(codec::decode("document", v.value())?)),
+        Some(v) => Ok(Some(codec::decode_document(v.value())?)),
         None => Ok(None),
     }
 }

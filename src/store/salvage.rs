@@ -88,7 +88,7 @@ fn read_rows(db: &impl ReadableDatabase) -> Salvage {
             Some(v.map(|v| v.value().to_vec()))
         });
         match got {
-            Some(Some(bytes)) => match codec::decode::<Document>("document", &bytes) {
+            Some(Some(bytes)) => match codec::decode_document(&bytes) {
                 Ok(d) => s.docs.push(d),
                 Err(_) => miss(&mut s, "docs"),
             },
@@ -158,4 +158,33 @@ fn read_rows(db: &impl ReadableDatabase) -> Salvage {
         miss(&mut s, "idx_session");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::{Quote, Role};
+
+    #[test]
+    fn documents_of_both_record_versions_are_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.redb");
+        let mut new = Document::message("会话", "u1", 1, Role::Other, "Lisboa");
+        new.answering = Some(Quote::new("Ana", "¿Dónde?"));
+        let old = Document::message("会话", "u0", 0, Role::User, "¿Dónde?");
+        {
+            let db = redb::Database::create(&path).unwrap();
+            let tx = db.begin_write().unwrap();
+            crate::store::put_document(&tx, 1, &new).unwrap();
+            // As version 1 wrote it: the same bytes without the trailing `answering`.
+            let mut v1 = codec::encode_document(&old);
+            v1.pop();
+            v1[0] = 1;
+            tx.open_table(DOCS).unwrap().insert(2, v1.as_slice()).unwrap();
+            tx.commit().unwrap();
+        }
+        let s = salvage(&path);
+        assert_eq!(s.docs, [new, old]);
+        assert!(!s.unreadable.contains_key("docs"), "{:?}", s.unreadable);
+    }
 }

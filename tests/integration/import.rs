@@ -3,7 +3,7 @@
 //! imports and reads back identical.
 
 use convdex::ingest::structured::{parse, validate};
-use convdex::{CollectionOptions, DocBody, Role};
+use convdex::{CollectionOptions, DocBody, Quote, Role, SearchMode};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -121,6 +121,43 @@ fn bad_documents_are_skipped_good_ones_imported_in_every_layout() {
     assert_eq!(coll.search("hello").tags_all(["team"]).session("c2").run().unwrap().len(), 2);
     convdex::import_conversations(&coll, &ok).unwrap();
     assert_eq!(coll.len().unwrap(), 4);
+}
+
+#[test]
+fn a_reply_carries_the_turn_it_answers_scrubbed_cut_and_found_by_its_words() {
+    let long = format!("Lisboa, foi ótimo. {}", "很好的旅行 ".repeat(200));
+    let doc = json!({"id": "会话-1", "conversation": {"source": "whatsapp", "people": ["Ana", "Bó"], "user": "Ana",
+        "conversation": [
+            {"speaker": "Ana", "content": "Where did you spend the holiday? token ghp_Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6",
+             "time": "2024-05-01T10:00:00Z"},
+            {"speaker": "Bó", "content": long, "time": "2024-05-01T10:01:00Z"},
+            {"speaker": "Ana", "content": "nice", "time": "2024-05-01T10:02:00Z"}]}});
+    let parsed = validate(&doc).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let coll = index.collection("t", "旅行").unwrap();
+    convdex::import_conversations(&coll, std::slice::from_ref(&parsed)).unwrap();
+    let docs = coll.session_documents("会话-1").unwrap();
+    assert_eq!(docs[0].answering, None, "the first turn answers nothing");
+    // The quote is the previous turn as stored: scrubbed like it.
+    let quote = docs[1].answering.as_ref().expect("the reply quotes the question");
+    assert_eq!(quote.speaker, "Ana");
+    assert_eq!(quote.text, docs[0].content);
+    assert!(quote.text.contains("holiday") && !quote.text.contains("ghp_Ab3dE6"), "{quote:?}");
+    // A long turn is quoted by its start only.
+    assert_eq!(docs[2].answering, Some(Quote::new("Bó", &docs[1].content)));
+    assert_eq!(docs[2].answering.as_ref().unwrap().text.chars().count(), Quote::MAX_CHARS);
+    // The reply shares no word with the question, yet the question's words find it.
+    let hits = coll.search("holiday").mode(SearchMode::Lexical).limit(10).run().unwrap();
+    let found: Vec<u64> = hits
+        .iter()
+        .filter_map(|h| match &h.doc.body {
+            DocBody::Message(m) => Some(m.message_index),
+            _ => None,
+        })
+        .collect();
+    assert!(found.contains(&0) && found.contains(&1), "{found:?}");
+    assert!(!found.contains(&2), "the turn after the reply does not quote the question: {found:?}");
 }
 
 fn word() -> impl Strategy<Value = String> {

@@ -1,6 +1,7 @@
 //! Search on a real redb file with the real embedding models: paraphrased questions find the
 //! message that answers them, with and without filters (hybrid in the top 3 with the default
-//! model; semantic first with all-MiniLM-L6-v2, in the top 3 with multilingual-e5-small).
+//! model; semantic first with all-MiniLM-L6-v2, in the top 3 with multilingual-e5-small); an
+//! imported reply is found by a question about the turn it answers.
 
 use std::sync::Arc;
 
@@ -157,4 +158,59 @@ fn seed_decision_is_extracted_and_found() {
     let summary =
         coll.session_documents(s).unwrap().into_iter().find(|d| d.kind() == convdex::DocKind::Summary).unwrap();
     assert!(summary.content.contains("Decided: Use chromem instead of Qdrant"), "{}", summary.content);
+}
+
+/// With the real default model and a real store: a reply that names nothing ("Yes, twice…") is
+/// found by a question about what it answers, because it is embedded with the turn it answers;
+/// the same replies stored without that turn are not.
+#[test]
+fn a_reply_is_found_by_the_question_it_answers() {
+    let exchanges = [
+        ("Have you ever been to the Lofoten islands in winter?", "Yes, twice, and I would go back tomorrow."),
+        ("Did you enjoy the sourdough baking course?", "Not really, I gave up after a week."),
+        ("Is your sister still learning the cello?", "She is, three evenings a week now."),
+        ("Did the roof repair hold up in the storm?", "It did, not a single drop came in."),
+        ("Would you take the night train to Vienna again?", "Yes, I would go back on it any time."),
+        ("Have you tried the new climbing gym yet?", "Yes, twice already, and I loved it."),
+    ];
+    let turns: Vec<serde_json::Value> = exchanges
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (q, a))| {
+            let at = |m: usize| chrono::DateTime::from_timestamp(1_700_000_000 + (4 * i + m) as i64 * 60, 0).unwrap();
+            [
+                serde_json::json!({"speaker": "Åsa", "content": q, "time": at(0).to_rfc3339()}),
+                serde_json::json!({"speaker": "Bjørn", "content": a, "time": at(1).to_rfc3339()}),
+            ]
+        })
+        .collect();
+    let conv = convdex::ingest::structured::validate(&serde_json::json!({"id": "samtale-1", "conversation": {
+        "source": "signal", "people": ["Åsa", "Bjørn"], "user": "Åsa", "conversation": turns}}))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let embedder: Arc<dyn convdex::Embedder> = Arc::new(
+        convdex::FastEmbedder::with_options(
+            convdex::EmbedOptions::default().model_dir(model().files().dir.parent().unwrap()),
+        )
+        .unwrap(),
+    );
+    let index = Index::open(dir.path(), Options::default().embedder(embedder)).unwrap();
+    let quoted = index.collection("me", "chats").unwrap();
+    convdex::import_conversations(&quoted, std::slice::from_ref(&conv)).unwrap();
+    // The same documents without the answered turn.
+    let bare = index.collection("me", "chats-bare").unwrap();
+    let mut docs = quoted.session_documents("samtale-1").unwrap();
+    for d in &mut docs {
+        d.answering = None;
+    }
+    bare.add(&docs).unwrap();
+    let rank_of_reply = |coll: &convdex::Collection, mode: SearchMode| {
+        let hits = coll.search("Has Bjørn visited Lofoten?").mode(mode).limit(12).run().unwrap();
+        hits.iter().position(|h| h.doc.content.starts_with("Yes, twice")).map_or(usize::MAX, |p| p + 1)
+    };
+    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+        let (with, without) = (rank_of_reply(&quoted, mode), rank_of_reply(&bare, mode));
+        assert!(with <= 2, "{mode:?}: the reply ranks {with} with the turn it answers");
+        assert!(with < without, "{mode:?}: {with} with the answered turn, {without} without");
+    }
 }
