@@ -25,6 +25,11 @@ pub(crate) fn decode<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> R
     if version != FORMAT_VERSION {
         return Err(Error::FormatVersion { what, found: version.into(), supported: FORMAT_VERSION.into() });
     }
+    decode_body(what, body)
+}
+
+/// Decodes a record's bincode body (after its version byte); every byte must be used.
+fn decode_body<T: DeserializeOwned>(what: &'static str, body: &[u8]) -> Result<T> {
     let (value, used) = bincode::serde::decode_from_slice(body, bincode::config::standard())
         .map_err(|e| Error::Codec { what, reason: e.to_string() })?;
     if used != body.len() {
@@ -46,14 +51,15 @@ pub(crate) fn encode_document(doc: &Document) -> Vec<u8> {
 
 /// Decodes a document of version 2, or of version 1 (written before [`Document::answering`]
 /// existed): its bytes are those of version 2 without the last field, and an absent `Option`
-/// is one zero byte in this encoding, so the record is read with that byte appended.
+/// is one zero byte in this encoding, so the record is read with that byte appended (a copy,
+/// for old records only; a current one is read in place).
 pub(crate) fn decode_document(bytes: &[u8]) -> Result<Document> {
     let what = "document";
-    match bytes.first() {
-        Some(&DOCUMENT_VERSION) => decode(what, &[&[FORMAT_VERSION], &bytes[1..]].concat()),
-        Some(1) => decode(what, &[bytes, &[0]].concat()),
-        Some(&v) => Err(Error::FormatVersion { what, found: v.into(), supported: DOCUMENT_VERSION.into() }),
-        None => Err(Error::Codec { what, reason: "empty record".into() }),
+    let (&version, body) = bytes.split_first().ok_or_else(|| Error::Codec { what, reason: "empty record".into() })?;
+    match version {
+        DOCUMENT_VERSION => decode_body(what, body),
+        1 => decode_body(what, &[body, &[0]].concat()),
+        v => Err(Error::FormatVersion { what, found: v.into(), supported: DOCUMENT_VERSION.into() }),
     }
 }
 
