@@ -221,42 +221,42 @@ impl Default for Scorer {
 // A fitted number may happen to sit near a mathematical constant.
 #[allow(clippy::approx_constant)]
 const WEIGHTS: Features = [
-    -5.8554, // bias
-    -0.9157, // user
-    5.0709,  // rule_strong
-    4.8969,  // rule_mid
-    3.8607,  // rule_weak
-    -0.9927, // rule_cjk
-    1.0373,  // rule_user_only
-    0.1464,  // narrated_instead
-    0.8301,  // list_item
-    -0.3708, // message_asks
-    0.0704,  // first_sentence
-    -3.5489, // message_sentences
-    3.7876,  // sentence_length
-    0.1580,  // after_question
-    0.2632,  // code
-    -1.0582, // fix_or_error
-    1.5162,  // contrast
+    -5.8570, // bias
+    -0.9191, // user
+    5.0672,  // rule_strong
+    4.8925,  // rule_mid
+    3.8592,  // rule_weak
+    -0.9942, // rule_cjk
+    1.0329,  // rule_user_only
+    0.1433,  // narrated_instead
+    0.8306,  // list_item
+    -0.3688, // message_asks
+    0.0710,  // first_sentence
+    -3.5488, // message_sentences
+    3.7904,  // sentence_length
+    0.1819,  // after_question
+    0.2618,  // code
+    -1.0577, // fix_or_error
+    1.5167,  // contrast
     1.1724,  // choice_verb
-    -0.7059, // future
-    -0.3056, // first_person
+    -0.7063, // future
+    -0.3072, // first_person
     -0.2918, // request
     1.1962,  // recommendation
-    0.7304,  // report_of_work
-    -0.0903, // labelled
-    0.7920,  // ascii
-    -0.0754, // digits
-    0.7511,  // long_assistant_message
-    0.2233,  // exclamation
-    0.2176,  // refusal
-    1.1748,  // affirmation
-    1.3351,  // short_user_message
-    0.8405,  // imperative
-    1.5518,  // rule_by_assistant
+    0.7352,  // report_of_work
+    -0.0916, // labelled
+    0.7902,  // ascii
+    -0.0740, // digits
+    0.7495,  // long_assistant_message
+    0.2197,  // exclamation
+    0.2192,  // refusal
+    1.1719,  // affirmation
+    1.3324,  // short_user_message
+    0.8396,  // imperative
+    1.5588,  // rule_by_assistant
     -0.7372, // rule_with_code
-    -0.4827, // rule_with_fix
-    -0.0463, // reason
+    -0.4822, // rule_with_fix
+    -0.0465, // reason
 ];
 
 /// Chosen on the development part's out-of-fold probabilities (highest F1).

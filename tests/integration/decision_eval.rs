@@ -24,6 +24,9 @@
 //! held-out part. `CONVDEX_EVAL_DEVELOPMENT_ONLY=1` leaves the held-out part out (for work on
 //! rules or features), `CONVDEX_EVAL_MISSES=1` lists the out-of-fold misses too.
 //!
+//! Each labelled message is read among its session's messages as indexing makes them
+//! (`derive::session::documents`), so the message before it is the one indexing would pass.
+//!
 //! Scored per message: a labelled decision message is a true positive when one of its extracted
 //! decisions matches; any decision extracted from a message labelled without one is a false
 //! positive, and so is a decision extracted from a decision message whose summary names the
@@ -92,13 +95,18 @@ fn sessions(root: &Path, file: &str) -> Vec<Vec<(String, convdex::Role, String)>
     } else {
         vec![convdex::ingest::claude::parse(&bytes)]
     };
+    // The messages as indexing makes them (scrubbed; a message that only made tool calls reads
+    // as what it did to which files), so that each message is read with the same neighbours.
     parsed
         .iter()
         .map(|p| {
-            p.messages
-                .iter()
-                .filter(|m| !m.text.trim().is_empty())
-                .map(|m| (m.uuid.clone(), m.role, convdex::scrub::scrub(&m.text).0))
+            let file = convdex::derive::session::SessionFile { parsed: p, agent: None };
+            let (docs, _) = convdex::derive::session::documents("eval", "", convdex::Agent::default(), &[file]);
+            docs.into_iter()
+                .filter_map(|d| match d.body {
+                    convdex::DocBody::Message(mf) => Some((mf.message_uuid, mf.role, d.content)),
+                    _ => None,
+                })
                 .collect()
         })
         .collect()
