@@ -114,7 +114,10 @@ pub use index::recall::{DEFAULT_RECALL_RELEVANCE, RecallOptions, count_tokens};
 pub use index::repair::RepairReport;
 pub use index::warm::{Answered, WARM_ANSWER_WAIT, WarmExit, WarmOptions};
 pub use index::{CollectionInfo, Index, Opened, Options, Skipped, collection_name, validate_name};
-pub use indexer::import::{ImportReport, import_conversations, read_conversation};
+pub use indexer::import::{
+    ImportReport, conversations_without_answering, import_conversations, read_conversation, refresh_answering,
+    refresh_answering_all,
+};
 pub use indexer::remember::{MANUAL_SESSION, MAX_REMEMBER_BYTES, Remember, RememberIn, Remembered, remember};
 pub use indexer::runs::{SessionRuns, runs_in};
 pub use indexer::{

@@ -195,6 +195,14 @@ fn notes(c: &convdex::Collection) -> String {
             p.from, p.done, p.total, p.to
         ));
     }
+    if let Ok(ids) = convdex::conversations_without_answering(c)
+        && !ids.is_empty()
+    {
+        notes.push(format!(
+            "{} imported conversations lack the turn each turn answers (imported before 2026-11-26); `convdex migrate` imports them again from the stored texts",
+            ids.len()
+        ));
+    }
     notes.join("; ")
 }
 

@@ -1,12 +1,14 @@
 //! `convdex migrate`: re-embed collections built with another model (also run first by
-//! `convdex index`).
+//! `convdex index`), and import again the conversations imported before each turn kept the
+//! turn it answers.
 
 use clap::Args;
 use convdex::{Index, MigrationProgress};
 
 use super::{Ctx, print_json, skipped};
 
-/// Re-embed collections built with another model than the configured one.
+/// Re-embed collections built with another model than the configured one, and import again
+/// from their stored texts the conversations imported before each turn kept the turn it answers.
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
     /// Only this project's collections.
@@ -26,8 +28,14 @@ pub fn run(ctx: &Ctx, a: MigrateArgs) -> anyhow::Result<()> {
     if a.dry_run {
         let found = index.migrations(a.project.as_deref())?;
         skipped(&found.skipped);
+        let imports = stale_imports(&index, a.project.as_deref())?;
         if a.json {
-            let rows: Vec<_> = found.found.iter().map(progress_json).collect();
+            let mut rows: Vec<_> = found.found.iter().map(progress_json).collect();
+            rows.extend(
+                imports.iter().map(
+                    |(c, ids)| serde_json::json!({"kind": "imports", "collection": c, "conversations": ids.len()}),
+                ),
+            );
             return print_json(&rows);
         }
         if found.found.is_empty() {
@@ -36,27 +44,57 @@ pub fn run(ctx: &Ctx, a: MigrateArgs) -> anyhow::Result<()> {
         for p in &found.found {
             println!("{}: {} → {}, {} of {} documents re-embedded", p.collection, p.from, p.to, p.done, p.total);
         }
+        for (c, ids) in &imports {
+            println!("{c}: {} imported conversations to import again with the turn each turn answers", ids.len());
+        }
         return Ok(());
     }
     let reports = migrate_all(&index, a.project.as_deref(), a.json)?;
+    let imports = convdex::refresh_answering_all(&index, a.project.as_deref())?;
+    skipped(&imports.skipped);
     if a.json {
-        let rows: Vec<_> = reports
+        let mut rows: Vec<_> = reports
             .iter()
             .map(|r| {
-                serde_json::json!({"from": r.from, "to": r.to, "documents": r.documents, "embedded": r.embedded,
-                    "cached": r.cached, "resumed_at": r.resumed_at, "finished": r.finished})
+                serde_json::json!({"kind": "model", "from": r.from, "to": r.to, "documents": r.documents,
+                    "embedded": r.embedded, "cached": r.cached, "resumed_at": r.resumed_at, "finished": r.finished})
             })
             .collect();
+        rows.extend(imports.found.iter().map(|(c, r)| {
+            serde_json::json!({"kind": "imports", "collection": c, "conversations": r.conversations,
+                "messages": r.messages})
+        }));
         return print_json(&rows);
     }
     if reports.is_empty() {
-        println!("nothing to migrate: every collection holds {}'s vectors", index.embedder()?.model_id());
+        let nothing = if imports.found.is_empty() { "nothing to migrate: " } else { "" };
+        println!("{nothing}every collection holds {}'s vectors", index.embedder()?.model_id());
+    }
+    for (c, r) in &imports.found {
+        println!(
+            "{c}: {} imported conversations ({} messages) imported again with the turn each turn answers",
+            r.conversations, r.messages
+        );
     }
     Ok(())
 }
 
+/// Collections with conversations imported before each turn kept the turn it answers, and
+/// their ids (collections that cannot be read are left to the model migration's report).
+fn stale_imports(index: &Index, project: Option<&str>) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+    let mut out = Vec::new();
+    for (_, c) in index.open_collections(project)?.collections {
+        if let Ok(ids) = convdex::conversations_without_answering(&c)
+            && !ids.is_empty()
+        {
+            out.push((c.name().to_string(), ids));
+        }
+    }
+    Ok(out)
+}
+
 fn progress_json(p: &MigrationProgress) -> serde_json::Value {
-    serde_json::json!({"collection": p.collection, "from": p.from, "to": p.to, "done": p.done, "total": p.total})
+    serde_json::json!({"kind": "model", "collection": p.collection, "from": p.from, "to": p.to, "done": p.done, "total": p.total})
 }
 
 /// Migrates every collection that needs it, with one progress line per batch on a terminal

@@ -191,6 +191,22 @@ impl Collection {
         meta::read_generation(&self.db)
     }
 
+    /// Keys of the `sessions` table that start with `prefix`, sorted.
+    pub(crate) fn session_keys(&self, prefix: &str) -> Result<Vec<String>> {
+        let tx = self.db.begin_read()?;
+        let table = tx.open_table(SESSIONS)?;
+        let mut out = Vec::new();
+        for entry in table.range::<&str>(prefix..)? {
+            let (k, _) = entry?;
+            let k = k.value();
+            if !k.starts_with(prefix) {
+                break;
+            }
+            out.push(k.to_string());
+        }
+        Ok(out)
+    }
+
     /// Raw ingest state of a session (`sessions` table).
     pub(crate) fn get_session_bytes(&self, id: &str) -> Result<Option<Vec<u8>>> {
         let tx = self.db.begin_read()?;

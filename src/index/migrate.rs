@@ -13,7 +13,7 @@ impl Index {
     /// Runs `f` on every collection of `project` (all when `None`), each guarded: a collection
     /// that cannot be opened or read is skipped and listed, the others go on; `f` returning
     /// [`ControlFlow::Break`] stops. Returns the collections skipped.
-    fn each_collection(
+    pub(crate) fn each_collection(
         &self,
         project: Option<&str>,
         mut f: impl FnMut(&Collection) -> Result<ControlFlow<()>>,

@@ -2,11 +2,14 @@
 //! document per turn, the conversation as the session, its header (source, people, user, tags,
 //! metadata) kept under `import:<id>` in the `sessions` table.
 
+use std::ops::ControlFlow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::collection::{Collection, SessionWrite};
 use crate::doc::{DocBody, DocKind, Document, ExtractionMethod, MessageFields, Quote, Role, now_millis};
 use crate::error::Result;
+use crate::index::{Index, across::Across};
 use crate::text::scrub::scrub;
 
 /// Result of importing structured conversations.
@@ -96,6 +99,57 @@ pub fn import_conversations(
         report.messages += docs.len();
     }
     Ok(report)
+}
+
+/// Imported conversations of `coll` stored before each turn kept the turn it answers
+/// ([`Document::answering`], since 2026-11-26): a turn after the first answers nothing, so its
+/// vector and its words lack the turn before it. [`refresh_answering`] imports them again.
+pub fn conversations_without_answering(coll: &Collection) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let prefix = import_key("");
+    for key in coll.session_keys(&prefix)? {
+        let Some(id) = key.strip_prefix(&prefix) else { continue };
+        let stale = coll
+            .session_documents(id)?
+            .iter()
+            .any(|d| matches!(&d.body, DocBody::Message(m) if m.message_index > 0) && d.answering.is_none());
+        if stale {
+            out.push(id.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Imports every conversation of [`conversations_without_answering`] again from its stored
+/// texts ([`read_conversation`]; the transcripts are not needed), so that each turn is embedded
+/// and indexed with the turn it answers. Same documents, same ids; each conversation is
+/// replaced in one transaction, so an interruption leaves it old or new, and running this again
+/// goes on with the rest. Returns what was imported again.
+pub fn refresh_answering(coll: &Collection) -> Result<ImportReport> {
+    let mut report = ImportReport::default();
+    for id in conversations_without_answering(coll)? {
+        if let Some(c) = read_conversation(coll, &id)? {
+            let r = import_conversations(coll, std::slice::from_ref(&c))?;
+            report.conversations += r.conversations;
+            report.messages += r.messages;
+        }
+    }
+    Ok(report)
+}
+
+/// [`refresh_answering`] for every collection of `project` (all when `None`): the collections
+/// that had such conversations, with what was imported again. A collection that cannot be
+/// opened or read is skipped and listed, the others go on.
+pub fn refresh_answering_all(index: &Index, project: Option<&str>) -> Result<Across<Vec<(String, ImportReport)>>> {
+    let mut found = Vec::new();
+    let skipped = index.each_collection(project, |c| {
+        let r = refresh_answering(c)?;
+        if r.conversations > 0 {
+            found.push((c.name().to_string(), r));
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok(Across { found, skipped })
 }
 
 /// Reads an imported conversation back (scrubbed text, as stored).

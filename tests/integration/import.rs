@@ -197,3 +197,53 @@ proptest! {
         prop_assert_eq!(back, parsed);
     }
 }
+
+#[test]
+fn conversations_imported_before_the_answered_turn_are_imported_again_from_their_stored_texts() {
+    let doc = json!({"id": "会话-2", "conversation": {"source": "whatsapp", "people": ["Ana", "Bó"], "user": "Ana",
+        "conversation": [
+            {"speaker": "Ana", "content": "Where did you spend the holiday? ghp_Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6",
+             "time": "2024-05-01T10:00:00Z"},
+            {"speaker": "Bó", "content": "Lisboa, foi ótimo.", "time": "2024-05-01T10:01:00Z"},
+            {"speaker": "Ana", "content": "nice", "time": "2024-05-01T10:02:00Z"}]},
+        "tags": ["Family"], "metadata": {"chat": "ana-bo"}});
+    let parsed = validate(&doc).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let coll = index.collection("t", "旅行").unwrap();
+    let other = index.collection("t", "other").unwrap();
+    convdex::import_conversations(&coll, std::slice::from_ref(&parsed)).unwrap();
+    convdex::import_conversations(&other, &[validate(&base()).unwrap()]).unwrap();
+    let imported = coll.session_documents("会话-2").unwrap();
+    let conversation = convdex::read_conversation(&coll, "会话-2").unwrap().unwrap();
+    // As an earlier version stored them: the same documents, answering nothing, embedded and
+    // indexed by words without the turn before.
+    let old: Vec<_> = imported.iter().cloned().map(|d| convdex::Document { answering: None, ..d }).collect();
+    coll.add(&old).unwrap();
+    let reply_found = |coll: &convdex::Collection| {
+        let hits = coll.search("holiday").mode(SearchMode::Lexical).limit(10).run().unwrap();
+        hits.iter().any(|h| matches!(&h.doc.body, DocBody::Message(m) if m.message_index == 1))
+    };
+    assert!(!reply_found(&coll), "stored as before, the reply is not found by the question's words");
+    assert_eq!(convdex::conversations_without_answering(&coll).unwrap(), ["会话-2"]);
+    assert!(convdex::conversations_without_answering(&other).unwrap().is_empty(), "imported by this version");
+
+    let all = convdex::refresh_answering_all(&index, None).unwrap();
+    assert!(all.skipped.is_empty());
+    let names: Vec<&str> = all.found.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(names, [coll.name()], "only the collection that needed it");
+    assert_eq!((all.found[0].1.conversations, all.found[0].1.messages), (1, 3));
+    let now = coll.session_documents("会话-2").unwrap();
+    assert_eq!(now.len(), imported.len());
+    assert_eq!(coll.len().unwrap(), imported.len(), "nothing added, nothing lost");
+    for (a, b) in now.iter().zip(&imported) {
+        assert_eq!((a.id, &a.content, &a.tags, a.timestamp), (b.id, &b.content, &b.tags, b.timestamp));
+        assert_eq!(a.answering, b.answering);
+    }
+    // Stored texts are scrubbed already; scrubbing them again changes nothing.
+    assert!(!now[0].content.contains("ghp_") && now[0].content.contains("holiday"), "{}", now[0].content);
+    assert_eq!(convdex::read_conversation(&coll, "会话-2").unwrap().unwrap(), conversation);
+    assert!(reply_found(&coll), "the reply is found by the question's words again");
+    assert!(convdex::conversations_without_answering(&coll).unwrap().is_empty());
+    assert!(convdex::refresh_answering(&coll).unwrap().conversations == 0, "a second run has nothing to do");
+}
