@@ -11,7 +11,8 @@
 //!   message in the top 5. Development: even positions in each file; test: odd.
 //! - **Multilingual set** (`tests/data/multilingual.tsv`: Chinese, Japanese, Korean and mixed
 //!   sessions, a half of the questions cross-lingual): the expected session among the top 5
-//!   hits. The split is the file's own column.
+//!   hits, and among the first 5 sessions of `Index::search_sessions`. The split is the
+//!   file's own column.
 //!
 //! Run: `cargo run --release --example ranking -- [--model NAME] [--data DIR] [--sweep] [--fit]`.
 //! `--model` chooses the embedding model (default: convdex's default, multilingual-e5-small);
@@ -163,6 +164,9 @@ struct Results {
     locomo: BTreeMap<Split, Tally>,
     claude: BTreeMap<Split, (usize, usize)>,
     multilingual: BTreeMap<Split, (usize, usize)>,
+    /// The multilingual set asked with `Index::search_sessions`: the expected session among
+    /// the first five sessions.
+    sessions: BTreeMap<Split, (usize, usize)>,
     points: BTreeMap<(Split, &'static str), Points>,
     misses: Vec<String>,
 }
@@ -180,6 +184,7 @@ fn evaluate(
         locomo: BTreeMap::new(),
         claude: BTreeMap::new(),
         multilingual: BTreeMap::new(),
+        sessions: BTreeMap::new(),
         points: BTreeMap::new(),
         misses: Vec::new(),
     };
@@ -223,6 +228,12 @@ fn evaluate(
                 _ => false,
             };
             let ok = hits.iter().take(5).any(answered);
+            if set == "multilingual" {
+                let sessions = claude.search_sessions(None, &query(&case.query, c.mode, c.ranking, 5))?.found;
+                let e = r.sessions.entry(case.split).or_default();
+                e.0 += usize::from(sessions.iter().any(|s| s.session_id == case.session));
+                e.1 += 1;
+            }
             let tally = if set == "claude" { &mut r.claude } else { &mut r.multilingual };
             let e = tally.entry(case.split).or_default();
             e.0 += usize::from(ok);
@@ -246,12 +257,13 @@ fn row(label: &str, split: Split, r: &Results) -> String {
         format!("{a}/{b} ({:.2})", a as f64 / b.max(1) as f64)
     };
     format!(
-        "| {label} | {split:?} | {:.3} | {:.3} | {:.3} | {} | {} |",
+        "| {label} | {split:?} | {:.3} | {:.3} | {:.3} | {} | {} | {} |",
         l.recall10 / n,
         l.hit5 / n,
         l.wrong_top / n,
         rate(&r.claude),
-        rate(&r.multilingual)
+        rate(&r.multilingual),
+        rate(&r.sessions)
     )
 }
 
@@ -416,9 +428,9 @@ fn main() -> anyhow::Result<()> {
         ml.len()
     );
     println!(
-        "| configuration | half | LoCoMo R@10 | LoCoMo hit@5 | top hit from another conversation | Claude Code top 5 | multilingual top 5 |"
+        "| configuration | half | LoCoMo R@10 | LoCoMo hit@5 | top hit from another conversation | Claude Code top 5 | multilingual top 5 | multilingual top 5 sessions |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
     let mut default_results = None;
     for c in &configs {
         let t = Instant::now();

@@ -112,6 +112,7 @@ pub use index::across::{Across, BlameSession, DecisionFilter, FoundSession, Open
 pub use index::compact::CompactReport;
 pub use index::recall::{DEFAULT_RECALL_RELEVANCE, RecallOptions, count_tokens};
 pub use index::repair::RepairReport;
+pub use index::sessions::{SESSION_HITS, SESSION_POOL, SessionFound, group_sessions, pool_query};
 pub use index::warm::{Answered, WARM_ANSWER_WAIT, WarmExit, WarmOptions};
 pub use index::{CollectionInfo, Index, Opened, Options, Skipped, collection_name, validate_name};
 pub use indexer::import::{

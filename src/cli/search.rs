@@ -56,6 +56,10 @@ pub struct SearchArgs {
     /// Half-life of `--recent`, in days.
     #[arg(long, default_value_t = 30.0, requires = "recent")]
     pub half_life: f32,
+    /// List sessions instead of messages: each session ranked by its best hit among the best
+    /// 100 hits, with its best three; `--limit` counts sessions.
+    #[arg(long)]
+    pub sessions: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -95,7 +99,8 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     let mut options = ctx.options()?;
     options.collection.exact_threshold = usize::MAX;
     let index = convdex::Index::open(&ctx.dir, options)?;
-    let query = a.query()?;
+    let asked = a.query()?;
+    let query = if a.sessions { convdex::pool_query(&asked) } else { asked.clone() };
     let found = if super::warm::enabled() {
         let (found, answered) = index.search_warm(a.project.as_deref(), &query)?;
         // This process loaded the model because no helper runs: start one for the next search.
@@ -110,6 +115,9 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     let hits = found.found;
     if let Some(note) = super::render::unembedded_note(&hits) {
         eprintln!("note: {note}");
+    }
+    if a.sessions {
+        return print_sessions(convdex::group_sessions(hits, asked.limit), a.json);
     }
     if a.json {
         let v: Vec<_> = hits.iter().map(|h| hit_json(&h.project, &h.hit)).collect();
@@ -138,6 +146,48 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
             None => snippet(&h.doc.content, 160),
         };
         println!("     ({}) {text}", matched(h));
+    }
+    Ok(())
+}
+
+/// `--sessions`: one block per session, its best hits under it.
+fn print_sessions(sessions: Vec<convdex::SessionFound>, json: bool) -> anyhow::Result<()> {
+    if json {
+        let v: Vec<_> = sessions
+            .iter()
+            .map(|s| {
+                serde_json::json!({"project": s.project, "session": s.session_id, "score": s.score,
+                    "relevance": s.relevance, "matched": s.matched,
+                    "hits": s.hits.iter().map(|h| hit_json(&s.project, h)).collect::<Vec<_>>()})
+            })
+            .collect();
+        return print_json(&v);
+    }
+    if sessions.is_empty() {
+        println!("no sessions");
+        return Ok(());
+    }
+    println!("relevance (0-100)  project  session  hits  first .. last hit shown");
+    let color = color();
+    for s in &sessions {
+        let first = s.hits.iter().map(|h| h.doc.timestamp).min().unwrap_or_default();
+        let last = s.hits.iter().map(|h| h.doc.timestamp).max().unwrap_or_default();
+        println!(
+            "{:>3}  {}  {}  {}  {} .. {}",
+            s.relevance,
+            s.project,
+            s.session_id,
+            s.matched,
+            first.format("%Y-%m-%d %H:%M"),
+            last.format("%Y-%m-%d %H:%M")
+        );
+        for h in &s.hits {
+            let text = match &h.snippet {
+                Some(t) => highlight(t, color),
+                None => snippet(&h.doc.content, 120),
+            };
+            println!("     {:>3} {} ({}) {text}", h.relevance, role(&h.doc), matched(h));
+        }
     }
     Ok(())
 }

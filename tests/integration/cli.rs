@@ -88,6 +88,17 @@ fn commands_json_exit_codes_and_forget() {
     assert_eq!(imported["invalid"].as_array().unwrap().len(), 1);
     let hits = cli.json(&["search", "backup storage", "--project", "team", "--json", "--limit", "2"]);
     assert!(hits.as_array().unwrap().iter().all(|h| h["project"] == "team" && h["session"] == "standup-1"), "{hits}");
+    // Sessions instead of messages, across both projects: each once, its hits its own.
+    let sessions = cli.json(&["search", "backup storage bucket", "--sessions", "--json", "--limit", "2"]);
+    let sessions = sessions.as_array().unwrap();
+    assert!(!sessions.is_empty() && sessions.len() <= 2, "{sessions:?}");
+    assert_eq!((sessions[0]["project"].as_str(), sessions[0]["session"].as_str()), (Some("team"), Some("standup-1")));
+    for s in sessions {
+        let hits = s["hits"].as_array().unwrap();
+        assert!(!hits.is_empty() && s["matched"].as_u64().unwrap() >= hits.len() as u64, "{s}");
+        assert!(hits.iter().all(|h| h["session"] == s["session"] && h["project"] == s["project"]), "{s}");
+    }
+    assert_ne!(sessions.first().map(|s| &s["session"]), sessions.get(1).map(|s| &s["session"]));
 
     // Completions; usage errors exit 2, other errors 1 with one `error:` line and a hint.
     let out = cli.run(&["completions", "bash"]);

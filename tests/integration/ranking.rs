@@ -4,7 +4,7 @@
 //! for random queries, filters, modes and rankings; identical messages of one session fold
 //! into one hit; every hit carries a relevance from 0 to 100 that falls with the score; a
 //! collection written before the ranking table existed, or whose rows are damaged, ranks the
-//! same.
+//! same; sessions found (`search_sessions`) are ranked by their best hit, whatever the limit.
 
 use std::sync::Arc;
 
@@ -140,6 +140,39 @@ proptest! {
         prop_assert_eq!(&a[..], &b[..a.len()], "limit {} vs 50 for {:?}", k, small.text);
         // Scores fall; relevance never rises as the score falls.
         prop_assert!(b.windows(2).all(|w| w[0].2 >= w[1].2 && w[0].3 >= w[1].3), "{:?}", b);
+    }
+
+    #[test]
+    fn sessions_rank_by_their_best_hit_and_do_not_depend_on_a_small_limit((q, k, project) in arb_query()) {
+        let k = k.min(10);
+        let sessions = |limit: usize| {
+            let mut q = q.clone();
+            q.limit = limit;
+            shared().1.search_sessions(project, &q).unwrap().found
+        };
+        let (small, large) = (sessions(k), sessions(10));
+        let key = |s: &convdex::SessionFound| (s.project.clone(), s.session_id.clone(), s.score, s.matched);
+        prop_assert!(small.len() <= k);
+        prop_assert_eq!(small.iter().map(key).collect::<Vec<_>>(), large[..small.len()].iter().map(key).collect::<Vec<_>>());
+        // The pool of hits they come from: each session's best hit is its first, its score the
+        // session's, no session twice, sessions in the order of their best hits.
+        let mut pooled = q.clone();
+        pooled.limit = convdex::SESSION_POOL;
+        let hits = shared().1.search(project, &pooled).unwrap().found;
+        let mut seen = std::collections::HashSet::new();
+        let firsts: Vec<_> = hits
+            .iter()
+            .filter(|h| seen.insert((h.project.clone(), h.hit.doc.session_id.clone())))
+            .take(10)
+            .map(|h| (h.project.clone(), h.hit.doc.session_id.clone(), h.hit.score))
+            .collect();
+        prop_assert_eq!(large.iter().map(|s| (s.project.clone(), s.session_id.clone(), s.score)).collect::<Vec<_>>(), firsts);
+        for s in &large {
+            let mine: Vec<_> = hits.iter().filter(|h| h.project == s.project && h.hit.doc.session_id == s.session_id).collect();
+            prop_assert_eq!(s.matched, mine.len());
+            prop_assert_eq!(s.hits.iter().map(|h| h.doc.id).collect::<Vec<_>>(),
+                mine.iter().take(convdex::SESSION_HITS).map(|h| h.hit.doc.id).collect::<Vec<_>>());
+        }
     }
 }
 
