@@ -52,6 +52,9 @@ pub struct SearchParams {
     /// Prefer newer sessions (half-life 30 days); active decisions count as new, superseded
     /// ones sink. Default false.
     pub recent: Option<bool>,
+    /// List sessions instead of messages ("which session was it?"): each ranked by its best
+    /// hit, with its best hits; `limit` then counts sessions. Default false.
+    pub sessions: Option<bool>,
 }
 
 /// Arguments of the `decisions` tool.
@@ -171,7 +174,7 @@ impl Server {
     }
 
     #[tool(
-        description = "Search past coding-agent conversations by words and meaning. Filters: project, type (message/decision/summary), tags, domain, session, file, file_prefix, since, until, agents (claude-code, codex, gemini, aider); `recent` prefers newer sessions. Returns ranked hits with a relevance from 0 to 100, project, session id, time, role, files and a snippet; use `session` to read one in full."
+        description = "Search past coding-agent conversations by words and meaning. Filters: project, type (message/decision/summary), tags, domain, session, file, file_prefix, since, until, agents (claude-code, codex, gemini, aider); `recent` prefers newer sessions. Returns ranked hits with a relevance from 0 to 100, project, session id, time, role, files and a snippet; `sessions: true` lists sessions instead (each with its best hits); use `session` to read one in full."
     )]
     async fn search(&self, Parameters(p): Parameters<SearchParams>) -> ToolResult {
         let index = self.index.clone();
@@ -196,16 +199,21 @@ impl Server {
             if p.recent.unwrap_or(false) {
                 query.ranking.recent = Some(convdex::Recency::default());
             }
+            let by_session = p.sessions.unwrap_or(false);
+            let asked = if by_session { convdex::pool_query(&query) } else { query.clone() };
             // The data dir's warm helper answers when one runs (this process then opens no
             // collection); otherwise this long-lived process searches and keeps its model.
             let found = if super::warm::enabled() {
-                index.search_warm(p.project.as_deref(), &query)?.0
+                index.search_warm(p.project.as_deref(), &asked)?.0
             } else {
-                index.search(p.project.as_deref(), &query)?
+                index.search(p.project.as_deref(), &asked)?
             };
             let mut notes = notes(&found.skipped);
             let hits = found.found;
             notes.extend(super::render::unembedded_note(&hits));
+            if by_session {
+                return Ok(with_notes(sessions_text(convdex::group_sessions(hits, query.limit), &query.text), &notes));
+            }
             if hits.is_empty() {
                 return Ok(with_notes(
                     format!("no hits for {:?} ({mode:?} mode); try other words or fewer filters", query.text),
@@ -514,6 +522,33 @@ enum Checked {
 
 fn rpc_error(id: serde_json::Value, code: i64, message: String) -> Checked {
     Checked::Reply(serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+}
+
+/// The `search` tool's answer with `sessions`: a block per session, its best hits under it.
+fn sessions_text(sessions: Vec<convdex::SessionFound>, text: &str) -> String {
+    if sessions.is_empty() {
+        return format!("no sessions for {text:?}; try other words or fewer filters");
+    }
+    let mut out = format!("{} sessions for {text:?}:\n", sessions.len());
+    for (i, s) in sessions.iter().enumerate() {
+        out.push_str(&format!(
+            "\n{}. relevance {} · {} · session {} · {} of the best 100 hits\n",
+            i + 1,
+            s.relevance,
+            s.project,
+            s.session_id,
+            s.matched
+        ));
+        for h in &s.hits {
+            out.push_str(&format!(
+                "   - {} · {} · {}\n",
+                h.doc.timestamp.format("%Y-%m-%d %H:%M"),
+                role(&h.doc),
+                h.snippet.clone().unwrap_or_else(|| snippet(&h.doc.content, 200))
+            ));
+        }
+    }
+    out
 }
 
 /// Classifies one line (`None`: over the size limit).

@@ -51,7 +51,7 @@ fn mcp_server_answers_a_real_client() {
         assert_eq!(names, ["decisions", "handoff", "index", "remember", "search", "session"]);
         let search = tools.iter().find(|t| t.name == "search").unwrap();
         let props = search.input_schema.get("properties").and_then(Value::as_object).unwrap();
-        for p in ["query", "project", "type", "tags", "session", "file", "file_prefix", "since", "until", "mode", "limit"] {
+        for p in ["query", "project", "type", "tags", "session", "file", "file_prefix", "since", "until", "mode", "limit", "sessions"] {
             assert!(props.contains_key(p), "search schema lacks {p}: {props:?}");
         }
         let required = search.input_schema.get("required").and_then(Value::as_array).unwrap();
@@ -91,6 +91,14 @@ fn mcp_server_answers_a_real_client() {
         let r = client.call_tool(call("search", json!({"query": "token", "since": "2099-01-01"}))).await.unwrap();
         assert_ne!(r.is_error, Some(true));
         assert!(text(&r).starts_with("no hits"), "{}", text(&r));
+        // Sessions instead of messages: the one session, once, with its hits under it.
+        let r = client.call_tool(call("search", json!({"query": "token expired", "sessions": true, "limit": 3}))).await.unwrap();
+        let t = text(&r);
+        assert_ne!(r.is_error, Some(true), "{t}");
+        assert!(t.starts_with("1 sessions for") && t.contains("acme-api · session 7f3c1a2e"), "{t}");
+        assert!(t.lines().filter(|l| l.starts_with("   - ")).count() >= 1, "{t}");
+        let r = client.call_tool(call("search", json!({"query": "token", "sessions": true, "since": "2099-01-01"}))).await.unwrap();
+        assert!(text(&r).starts_with("no sessions"), "{}", text(&r));
 
         // One session, paged; decisions; handoff.
         let r = client.call_tool(call("session", json!({"id": "7f3c", "limit": 2}))).await.unwrap();
