@@ -532,7 +532,7 @@ fn sessions_text(sessions: Vec<convdex::SessionFound>, text: &str) -> String {
     let mut out = format!("{} sessions for {text:?}:\n", sessions.len());
     for (i, s) in sessions.iter().enumerate() {
         out.push_str(&format!(
-            "\n{}. relevance {} · {} · session {} · {} of the best 100 hits\n",
+            "\n{}. relevance {} · {} · session {} · {} of the pooled hits\n",
             i + 1,
             s.relevance,
             s.project,

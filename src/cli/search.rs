@@ -57,7 +57,8 @@ pub struct SearchArgs {
     #[arg(long, default_value_t = 30.0, requires = "recent")]
     pub half_life: f32,
     /// List sessions instead of messages: each session ranked by its best hit among the best
-    /// 100 hits, with its best three; `--limit` counts sessions.
+    /// 100 hits (ten per session asked, when more), with its best three; `--limit` counts
+    /// sessions.
     #[arg(long)]
     pub sessions: bool,
     /// Print JSON.

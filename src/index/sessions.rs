@@ -8,8 +8,8 @@ use crate::index::Index;
 use crate::index::across::{Across, ProjectHit};
 use crate::search::{Hit, MAX_LIMIT, Query};
 
-/// Hits pooled by [`Index::search_sessions`] before they are grouped: enough for the sessions
-/// of a first page, and the same whatever the number of sessions asked, up to a tenth of it.
+/// Hits pooled by [`Index::search_sessions`] before they are grouped: enough for a first page
+/// of sessions, and the same pool for every limit up to 10 sessions.
 pub const SESSION_POOL: usize = 100;
 
 /// Hits kept per session in a [`SessionFound`].
@@ -73,8 +73,8 @@ impl Index {
     /// the query is asked like [`Index::search`] for a pool of hits ([`pool_query`]: 100, or
     /// ten per session asked), and each session is ranked by its best hit in it; its best
     /// [`SESSION_HITS`] hits come with it. `query.limit` is the number of sessions; the first
-    /// `k` sessions do not depend on it up to 10. Every filter applies to the hits, so
-    /// `--type decision` finds the sessions of the best decisions.
+    /// `k` sessions do not depend on it up to 10. Every filter applies to the hits, so a
+    /// filter on decisions finds the sessions of the best decisions.
     pub fn search_sessions(&self, project: Option<&str>, query: &Query) -> Result<Across<Vec<SessionFound>>> {
         query.validate()?;
         let Across { found, skipped } = self.search(project, &pool_query(query))?;
