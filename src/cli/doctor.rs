@@ -199,7 +199,7 @@ fn notes(c: &convdex::Collection) -> String {
         && !ids.is_empty()
     {
         notes.push(format!(
-            "{} imported conversations lack the turn each turn answers (imported before 2026-11-26); `convdex migrate` imports them again from the stored texts",
+            "{} imported conversations lack the turn each turn answers (imported before 2026-11-26); `convdex index` or `convdex migrate` imports them again from the stored texts",
             ids.len()
         ));
     }

@@ -74,6 +74,15 @@ pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
         eprintln!("searchable by words after {words:.1} s; now embedding");
     }
     let embedded = embed_pending(&index, tty)?;
+    // Conversations imported before each turn kept the turn it answers are imported again
+    // (once per collection; afterwards a flag in its metadata says there is nothing to do).
+    // (A collection it cannot read was reported by the passes above.)
+    let imports = convdex::refresh_answering_all(&index, None)?;
+    if !a.json {
+        for (c, r) in &imports.found {
+            eprintln!("{c}: {} imported conversations imported again with the turn each turn answers", r.conversations);
+        }
+    }
     report.chunks += embedded.iter().map(|r| r.chunks).sum::<usize>();
     report.embedded += embedded.iter().map(|r| r.embedded).sum::<usize>();
     report.elapsed = start.elapsed();

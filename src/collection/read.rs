@@ -191,6 +191,12 @@ impl Collection {
         meta::read_generation(&self.db)
     }
 
+    /// Whether [`Collection::mark_imports_answering`] was called on this store.
+    pub(crate) fn imports_answering(&self) -> Result<bool> {
+        let tx = self.db.begin_read()?;
+        Ok(tx.open_table(META)?.get(meta::META_IMPORTS_ANSWERING)?.is_some())
+    }
+
     /// Keys of the `sessions` table that start with `prefix`, sorted.
     pub(crate) fn session_keys(&self, prefix: &str) -> Result<Vec<String>> {
         let tx = self.db.begin_read()?;

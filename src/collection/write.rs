@@ -83,6 +83,16 @@ impl Collection {
         Ok(())
     }
 
+    /// Records that every imported conversation carries the turn each turn answers (a flag in
+    /// `meta`; no document changes, so the generation stays).
+    pub(crate) fn mark_imports_answering(&self) -> Result<()> {
+        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = self.db.begin_write()?;
+        tx.open_table(crate::store::tables::META)?.insert(meta::META_IMPORTS_ANSWERING, [1u8].as_slice())?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Marks the last indexing time in the metadata.
     pub fn touch_indexed_at(&self, at: chrono::DateTime<chrono::Utc>) -> Result<()> {
         self.update_meta(|m| m.last_indexed_at_ms = Some(at.timestamp_millis()))

@@ -104,7 +104,12 @@ pub fn import_conversations(
 /// Imported conversations of `coll` stored before each turn kept the turn it answers
 /// ([`Document::answering`], since 2026-11-26): a turn after the first answers nothing, so its
 /// vector and its words lack the turn before it. [`refresh_answering`] imports them again.
+/// Once it has, the collection records so, and this answers from that record without reading
+/// a document.
 pub fn conversations_without_answering(coll: &Collection) -> Result<Vec<String>> {
+    if coll.imports_answering()? {
+        return Ok(Vec::new());
+    }
     let mut out = Vec::new();
     let prefix = import_key("");
     for key in coll.session_keys(&prefix)? {
@@ -124,9 +129,14 @@ pub fn conversations_without_answering(coll: &Collection) -> Result<Vec<String>>
 /// texts ([`read_conversation`]; the transcripts are not needed), so that each turn is embedded
 /// and indexed with the turn it answers. Same documents, same ids; each conversation is
 /// replaced in one transaction, so an interruption leaves it old or new, and running this again
-/// goes on with the rest. Returns what was imported again.
+/// goes on with the rest. When every conversation carries it, the collection records so
+/// (later calls read that record only; conversations imported from then on carry it anyway).
+/// Returns what was imported again.
 pub fn refresh_answering(coll: &Collection) -> Result<ImportReport> {
     let mut report = ImportReport::default();
+    if coll.imports_answering()? {
+        return Ok(report);
+    }
     for id in conversations_without_answering(coll)? {
         if let Some(c) = read_conversation(coll, &id)? {
             let r = import_conversations(coll, std::slice::from_ref(&c))?;
@@ -134,6 +144,7 @@ pub fn refresh_answering(coll: &Collection) -> Result<ImportReport> {
             report.messages += r.messages;
         }
     }
+    coll.mark_imports_answering()?;
     Ok(report)
 }
 

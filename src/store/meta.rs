@@ -31,6 +31,9 @@ pub(crate) const META_DIM: &str = "dimension";
 pub(crate) const META_GENERATION: &str = "generation";
 pub(crate) const META_NEXT_ID: &str = "next_doc_id";
 pub(crate) const META_COLLECTION: &str = "collection";
+/// Present once every imported conversation was found, or made, to carry the turn each turn
+/// answers (`indexer::import::refresh_answering`); older versions ignore it.
+pub(crate) const META_IMPORTS_ANSWERING: &str = "imports_answering";
 
 /// The collection metadata stored in `db`.
 pub(crate) fn read_meta(db: &impl ReadableDatabase) -> Result<CollectionMeta> {

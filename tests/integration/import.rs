@@ -246,4 +246,13 @@ fn conversations_imported_before_the_answered_turn_are_imported_again_from_their
     assert!(reply_found(&coll), "the reply is found by the question's words again");
     assert!(convdex::conversations_without_answering(&coll).unwrap().is_empty());
     assert!(convdex::refresh_answering(&coll).unwrap().conversations == 0, "a second run has nothing to do");
+    // Both collections now record that their imports carry it, and keep the record when
+    // reopened; a conversation imported afterwards carries it as any import does.
+    drop((coll, other));
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let coll = index.collection("t", "旅行").unwrap();
+    convdex::import_conversations(&coll, &[validate(&base()).unwrap()]).unwrap();
+    assert!(coll.session_documents("c1").unwrap()[1].answering.is_some());
+    assert!(convdex::conversations_without_answering(&coll).unwrap().is_empty());
+    assert!(convdex::refresh_answering_all(&index, None).unwrap().found.is_empty());
 }
