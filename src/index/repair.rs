@@ -62,6 +62,16 @@ impl Index {
             std::fs::rename(&dir, &moved_to).map_err(|e| Error::io(&dir, e))?;
         }
         let mut s = salvage(&moved_to.join("data.redb"));
+        // Records a newer convdex wrote are not damage: rebuilding without them would lose
+        // them. The collection goes back where it was, untouched.
+        if let Some(found) = s.newer {
+            std::fs::rename(&moved_to, &dir).map_err(|e| Error::io(&moved_to, e))?;
+            return Err(Error::FormatVersion {
+                what: "a document of this collection",
+                found,
+                supported: crate::store::codec::DOCUMENT_VERSION.into(),
+            });
+        }
         // Tombstones also live beside the store: a forgotten session must stay forgotten even
         // when the store is unreadable.
         for (session, at) in crate::collection::forget::read_tombstone_sidecar(&moved_to) {

@@ -23,6 +23,9 @@ pub(crate) struct Salvage {
     pub(crate) cache: Vec<(u128, Vec<u8>)>,
     pub(crate) sessions_listed: BTreeSet<String>,
     pub(crate) unreadable: BTreeMap<String, usize>,
+    /// The highest record version found that is newer than this build reads, if any: such a
+    /// record is not damage, and rebuilding without it would lose it.
+    pub(crate) newer: Option<u32>,
 }
 
 /// Runs one read, turning a panic of the storage engine into `None`.
@@ -90,6 +93,9 @@ fn read_rows(db: &impl ReadableDatabase) -> Salvage {
         match got {
             Some(Some(bytes)) => match codec::decode_document(&bytes) {
                 Ok(d) => s.docs.push(d),
+                Err(crate::error::Error::FormatVersion { found, supported, .. }) if found > supported => {
+                    s.newer = s.newer.max(Some(found));
+                }
                 Err(_) => miss(&mut s, "docs"),
             },
             Some(None) => {}
@@ -186,5 +192,27 @@ mod tests {
         let s = salvage(&path);
         assert_eq!(s.docs, [new, old]);
         assert!(!s.unreadable.contains_key("docs"), "{:?}", s.unreadable);
+        assert_eq!(s.newer, None);
+    }
+
+    #[test]
+    fn a_record_of_a_newer_version_is_not_counted_as_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.redb");
+        let doc = Document::message("s", "u0", 0, Role::User, "text");
+        {
+            let db = redb::Database::create(&path).unwrap();
+            let tx = db.begin_write().unwrap();
+            crate::store::put_document(&tx, 1, &doc).unwrap();
+            let mut future = codec::encode_document(&doc);
+            future[0] = codec::DOCUMENT_VERSION + 1;
+            tx.open_table(DOCS).unwrap().insert(2, future.as_slice()).unwrap();
+            tx.open_table(DOCS).unwrap().insert(3, [codec::DOCUMENT_VERSION, 0xFF].as_slice()).unwrap();
+            tx.commit().unwrap();
+        }
+        let s = salvage(&path);
+        assert_eq!(s.docs, [doc]);
+        assert_eq!(s.newer, Some(u32::from(codec::DOCUMENT_VERSION) + 1));
+        assert_eq!(s.unreadable.get("docs"), Some(&1), "only the broken record is damage: {:?}", s.unreadable);
     }
 }

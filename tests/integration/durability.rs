@@ -131,3 +131,45 @@ fn every_batch_is_all_or_nothing_after_a_failure() {
     println!("failure points exercised: {failures_seen}, last N = {n}");
     assert!(failures_seen >= 30);
 }
+
+/// A store holding a document record of a newer version (written by a newer convdex) is not
+/// damaged: `repair` refuses with a typed error that says to upgrade, and leaves the
+/// collection exactly where and as it was (rebuilding would have dropped that record).
+#[test]
+fn repair_refuses_a_store_with_records_of_a_newer_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let coll = index.collection("t", "新しい").unwrap();
+    coll.add(&[doc("s1", 0, "one", &[], 1_700_000_000_000), doc("s1", 1, "two", &[], 1_700_000_001_000)]).unwrap();
+    let info = index.collections().unwrap().into_iter().next().unwrap();
+    let path = dir.path().join(&info.name).join("data.redb");
+    drop(coll);
+    drop(index);
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let tx = db.begin_write().unwrap();
+        {
+            let mut docs = tx.open_table(redb::TableDefinition::<u64, &[u8]>::new("docs")).unwrap();
+            // The first document as a newer convdex would have rewritten it.
+            let (k, v) = redb::ReadableTable::first(&docs).unwrap().unwrap();
+            let (id, mut future) = (k.value(), v.value().to_vec());
+            future[0] = 9;
+            drop((k, v));
+            docs.insert(id, future.as_slice()).unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let err = index.repair(&info).unwrap_err();
+    assert!(matches!(err, convdex::Error::FormatVersion { found: 9, .. }), "{err}");
+    assert!(err.to_string().contains("upgrade convdex"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "the store is untouched, in place");
+    let aside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".damaged-"))
+        .collect();
+    assert!(aside.is_empty(), "nothing left aside");
+    assert_eq!(index.collection("t", "新しい").unwrap().len().unwrap(), 2, "still opens, every record kept");
+}
