@@ -11,8 +11,8 @@
 //!   message in the top 5. Development: even positions in each file; test: odd.
 //! - **Multilingual set** (`tests/data/multilingual.tsv`: Chinese, Japanese, Korean and mixed
 //!   sessions, a half of the questions cross-lingual): the expected session among the top 5
-//!   hits, and among the first 5 sessions of `Index::search_sessions`. The split is the
-//!   file's own column.
+//!   hits, and among the first 5 sessions as `Index::search_sessions` groups them. The split
+//!   is the file's own column.
 //!
 //! Run: `cargo run --release --example ranking -- [--model NAME] [--data DIR] [--sweep] [--fit]`.
 //! `--model` chooses the embedding model (default: convdex's default, multilingual-e5-small);
@@ -122,8 +122,12 @@ struct Config {
 
 /// Every LoCoMo question with evidence: its half (conversations 1, 3, 5… development), its
 /// conversation, its text and its evidence turns.
-fn locomo_questions(loaded: &[locomo::Loaded]) -> impl Iterator<Item = (Split, &locomo::Loaded, &str, Vec<String>)> {
-    loaded.iter().enumerate().flat_map(|(i, l)| {
+/// With `dev_only`, the development half only.
+fn locomo_questions(
+    loaded: &[locomo::Loaded],
+    dev_only: bool,
+) -> impl Iterator<Item = (Split, &locomo::Loaded, &str, Vec<String>)> {
+    loaded.iter().enumerate().filter(move |(i, _)| !dev_only || i % 2 == 0).flat_map(|(i, l)| {
         let split = if i % 2 == 0 { Split::Dev } else { Split::Test };
         l.qa.iter().filter_map(move |qa| {
             let evidence = locomo::evidence(qa);
@@ -188,10 +192,7 @@ fn evaluate(
         points: BTreeMap::new(),
         misses: Vec::new(),
     };
-    for (split, l, question, evidence) in locomo_questions(loaded) {
-        if dev_only && split == Split::Test {
-            continue;
-        }
+    for (split, l, question, evidence) in locomo_questions(loaded, dev_only) {
         let q = query(question, c.mode, c.ranking, 10);
         let hits = loc.search(None, &q)?.found;
         let ids: Vec<(String, String, bool)> = hits
@@ -221,15 +222,19 @@ fn evaluate(
     }
     for (set, cases) in [("claude", cc), ("multilingual", ml)] {
         for case in cases.iter().filter(|c| !dev_only || c.split == Split::Dev) {
-            let hits = claude.search(None, &query(&case.query, c.mode, c.ranking, 10))?.found;
+            // One search serves both measures: the first ten hits of the sessions' pool are the
+            // hits at limit 10 (the first hits do not depend on the limit).
+            let mut pool = claude.search(None, &convdex::pool_query(&query(&case.query, c.mode, c.ranking, 5)))?.found;
+            let sessions = (set == "multilingual").then(|| convdex::group_sessions(pool.clone(), 5));
+            pool.truncate(10);
+            let hits = pool;
             let answered = |h: &convdex::ProjectHit| match (&h.hit.doc.body, case.uuids.is_empty()) {
                 (_, true) => h.hit.doc.session_id == case.session,
                 (DocBody::Message(m), false) => case.uuids.contains(&m.message_uuid),
                 _ => false,
             };
             let ok = hits.iter().take(5).any(answered);
-            if set == "multilingual" {
-                let sessions = claude.search_sessions(None, &query(&case.query, c.mode, c.ranking, 5))?.found;
+            if let Some(sessions) = sessions {
                 let e = r.sessions.entry(case.split).or_default();
                 e.0 += usize::from(sessions.iter().any(|s| s.session_id == case.session));
                 e.1 += 1;
@@ -450,10 +455,7 @@ fn main() -> anyhow::Result<()> {
     }
     // LoCoMo per collection (the same questions, each asked of its own conversation only).
     let mut per = BTreeMap::<Split, Tally>::new();
-    for (split, l, question, evidence) in locomo_questions(&loaded) {
-        if dev_only && split == Split::Test {
-            continue;
-        }
+    for (split, l, question, evidence) in locomo_questions(&loaded, dev_only) {
         let hits = l.coll.query(&query(question, SearchMode::Hybrid, d, 10))?;
         let found = evidence
             .iter()

@@ -193,8 +193,7 @@ impl Collection {
 
     /// Whether [`Collection::mark_imports_answering`] was called on this store.
     pub(crate) fn imports_answering(&self) -> Result<bool> {
-        let tx = self.db.begin_read()?;
-        Ok(tx.open_table(META)?.get(meta::META_IMPORTS_ANSWERING)?.is_some())
+        meta::imports_answering(&self.db)
     }
 
     /// Keys of the `sessions` table that start with `prefix`, sorted.

@@ -88,7 +88,7 @@ impl Collection {
     pub(crate) fn mark_imports_answering(&self) -> Result<()> {
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let tx = self.db.begin_write()?;
-        tx.open_table(crate::store::tables::META)?.insert(meta::META_IMPORTS_ANSWERING, [1u8].as_slice())?;
+        meta::mark_imports_answering(&tx)?;
         tx.commit()?;
         Ok(())
     }

@@ -110,6 +110,11 @@ pub fn conversations_without_answering(coll: &Collection) -> Result<Vec<String>>
     if coll.imports_answering()? {
         return Ok(Vec::new());
     }
+    scan_without_answering(coll)
+}
+
+/// [`conversations_without_answering`] read from the documents, whatever the collection records.
+fn scan_without_answering(coll: &Collection) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let prefix = import_key("");
     for key in coll.session_keys(&prefix)? {
@@ -137,7 +142,7 @@ pub fn refresh_answering(coll: &Collection) -> Result<ImportReport> {
     if coll.imports_answering()? {
         return Ok(report);
     }
-    for id in conversations_without_answering(coll)? {
+    for id in scan_without_answering(coll)? {
         if let Some(c) = read_conversation(coll, &id)? {
             let r = import_conversations(coll, std::slice::from_ref(&c))?;
             report.conversations += r.conversations;

@@ -33,7 +33,7 @@ pub(crate) const META_NEXT_ID: &str = "next_doc_id";
 pub(crate) const META_COLLECTION: &str = "collection";
 /// Present once every imported conversation was found, or made, to carry the turn each turn
 /// answers (`indexer::import::refresh_answering`); older versions ignore it.
-pub(crate) const META_IMPORTS_ANSWERING: &str = "imports_answering";
+const META_IMPORTS_ANSWERING: &str = "imports_answering";
 
 /// The collection metadata stored in `db`.
 pub(crate) fn read_meta(db: &impl ReadableDatabase) -> Result<CollectionMeta> {
@@ -47,6 +47,18 @@ pub(crate) fn read_meta(db: &impl ReadableDatabase) -> Result<CollectionMeta> {
 
 pub(crate) fn get_u64(t: &impl ReadableTable<&'static str, &'static [u8]>, key: &str) -> Result<Option<u64>> {
     Ok(t.get(key)?.and_then(|v| v.value().try_into().ok().map(u64::from_le_bytes)))
+}
+
+/// Whether [`mark_imports_answering`] was committed in this store.
+pub(crate) fn imports_answering(db: &impl ReadableDatabase) -> Result<bool> {
+    let tx = db.begin_read()?;
+    Ok(tx.open_table(META)?.get(META_IMPORTS_ANSWERING)?.is_some())
+}
+
+/// Records, in `tx`, that every imported conversation carries the turn each turn answers.
+pub(crate) fn mark_imports_answering(tx: &WriteTransaction) -> Result<()> {
+    tx.open_table(META)?.insert(META_IMPORTS_ANSWERING, [1u8].as_slice())?;
+    Ok(())
 }
 
 pub(crate) fn read_generation(db: &impl ReadableDatabase) -> Result<u64> {
