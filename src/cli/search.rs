@@ -101,17 +101,11 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     options.collection.exact_threshold = usize::MAX;
     let index = convdex::Index::open(&ctx.dir, options)?;
     let asked = a.query()?;
-    let query = if a.sessions { convdex::pool_query(&asked) } else { asked.clone() };
-    let found = if super::warm::enabled() {
-        let (found, answered) = index.search_warm(a.project.as_deref(), &query)?;
-        // This process loaded the model because no helper runs: start one for the next search.
-        if answered == Answered::InProcess(None) && a.mode != SearchMode::Lexical {
-            super::warm::spawn(ctx);
-        }
-        found
-    } else {
-        index.search(a.project.as_deref(), &query)?
-    };
+    let (found, answered) = super::warm::search(&index, a.project.as_deref(), &asked, a.sessions)?;
+    // This process loaded the model because no helper runs: start one for the next search.
+    if answered == Some(Answered::InProcess(None)) && a.mode != SearchMode::Lexical {
+        super::warm::spawn(ctx);
+    }
     skipped(&found.skipped);
     let hits = found.found;
     if let Some(note) = super::render::unembedded_note(&hits) {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use convdex::{Index, WarmExit, WarmOptions};
+use convdex::{Across, Answered, Index, ProjectHit, Query, WarmExit, WarmOptions};
 
 use super::{Ctx, print_json};
 
@@ -34,6 +34,31 @@ pub struct WarmArgs {
 pub fn enabled() -> bool {
     let v = std::env::var(WARM_ENV).unwrap_or_default().to_ascii_lowercase();
     !matches!(v.as_str(), "off" | "0" | "false" | "no")
+}
+
+/// A front end's search (`convdex search`, the MCP `search` tool): through the data dir's warm
+/// helper when [`enabled`] (in this process when none answers), else in this process; with
+/// `sessions`, the pool of hits that [`convdex::group_sessions`] ranks sessions from
+/// ([`convdex::pool_query`]). The second value says who answered, `None` when warm searches are off.
+pub fn search(
+    index: &Index,
+    project: Option<&str>,
+    query: &Query,
+    sessions: bool,
+) -> convdex::Result<(Across<Vec<ProjectHit>>, Option<Answered>)> {
+    let pooled;
+    let query = if sessions {
+        pooled = convdex::pool_query(query);
+        &pooled
+    } else {
+        query
+    };
+    if enabled() {
+        let (found, answered) = index.search_warm(project, query)?;
+        Ok((found, Some(answered)))
+    } else {
+        Ok((index.search(project, query)?, None))
+    }
 }
 
 /// Runs `convdex warm`.
