@@ -78,14 +78,27 @@ fn index(dir: &std::path::Path) -> Index {
     index
 }
 
-fn shared() -> &'static (tempfile::TempDir, Index) {
-    static I: std::sync::OnceLock<(tempfile::TempDir, Index)> = std::sync::OnceLock::new();
+fn shared() -> &'static (tempfile::TempDir, Index, Vec<Arc<convdex::Collection>>) {
+    type Shared = (tempfile::TempDir, Index, Vec<Arc<convdex::Collection>>);
+    static I: std::sync::OnceLock<Shared> = std::sync::OnceLock::new();
     I.get_or_init(|| {
         // A static is never dropped: under the target directory, not the system's temp dir.
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
         let index = index(dir.path());
-        (dir, index)
+        let open = held_open(&index);
+        (dir, index, open)
     })
+}
+
+/// Every collection of `index`, open with its graph read, for as long as the result lives. A
+/// collection opened by each search reads its graph in the background and the exact scan
+/// answers until it is in, so two searches could take different routes (both right, their
+/// pools' tails differ); the promises compare searches on one route.
+fn held_open(index: &Index) -> Vec<Arc<convdex::Collection>> {
+    let open: Vec<_> =
+        index.collections().unwrap().iter().map(|c| index.collection(&c.tenant, &c.project).unwrap()).collect();
+    open.iter().for_each(|c| c.wait_for_vector_index());
+    open
 }
 
 fn run(q: &Query, project: Option<&str>) -> Vec<(String, uuid::Uuid, f32, u8)> {
@@ -180,7 +193,7 @@ proptest! {
 fn identical_messages_of_a_session_fold_into_one_hit() {
     // Every fifth message repeats the one before it: a query matching that text finds one hit
     // for the pair, which says one was folded.
-    let (_, index) = shared();
+    let (_, index, _) = shared();
     let coll = index.collection("t", "alpha").unwrap();
     let repeated = coll
         .documents_of_kind(DocKind::Message)
@@ -231,6 +244,7 @@ fn collections_without_ranking_rows_rank_the_same() {
         .collect();
     let before: Vec<_> = {
         let index = index(dir.path());
+        let _open = held_open(&index);
         queries.iter().map(|q| everything(&index, q)).collect()
     };
     assert!(before.iter().any(|hits| hits.iter().any(|h| h.4 > 0)), "some hit folds a repeated message");
@@ -266,7 +280,9 @@ fn collections_without_ranking_rows_rank_the_same() {
         tx.commit().unwrap();
     }
     let index = Index::open(dir.path(), options()).unwrap();
+    let open = held_open(&index);
     let after: Vec<_> = queries.iter().map(|q| everything(&index, q)).collect();
+    drop(open);
     assert_eq!(before, after);
     drop(index);
     for (n, path) in stores.iter().enumerate().filter(|(n, _)| n % 2 == 0) {
