@@ -56,6 +56,7 @@ pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     // No path: every agent's history found on this machine (Claude Code's when none is).
+    let explicit = !a.paths.is_empty();
     let paths = match (a.paths.is_empty(), convdex::default_paths()) {
         (false, _) => a.paths,
         (true, found) if !found.is_empty() => found,
@@ -89,6 +90,16 @@ pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
     report.seconds = report.elapsed.as_secs_f64();
     for f in &report.failures {
         problem(format!("not indexed: {f}"));
+    }
+    // A path given that holds nothing is most likely the wrong path (the default ones may
+    // rightly be empty).
+    for p in report.empty_paths.iter().filter(|_| explicit) {
+        eprintln!(
+            "note: no session found under {}: give a Claude Code, Codex, Gemini or Aider history, or a folder \
+             holding them (looked {} levels down)",
+            p.display(),
+            convdex::ingest::layout::walk::MAX_DEPTH
+        );
     }
     if a.json {
         return print_json(&report);

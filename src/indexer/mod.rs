@@ -119,6 +119,9 @@ pub struct IndexReport {
     /// Sessions, project folders and paths that could not be indexed, and why. The run went on
     /// without them; the next run tries them again.
     pub failures: Vec<Failure>,
+    /// Paths given in which no session was found (a folder that holds no history, or none
+    /// within [`crate::ingest::layout::walk::MAX_DEPTH`] levels).
+    pub empty_paths: Vec<PathBuf>,
     /// A dry run ([`IndexOptions::dry_run`]): the first file of every session it would index.
     pub would_index: Vec<PathBuf>,
     /// Wall time.
@@ -238,8 +241,14 @@ pub fn index_paths_with_progress(
                 continue;
             }
         };
-        known.extend(found.iter().filter_map(|f| f.project.clone()));
-        for folder in found {
+        for (dir, e) in found.unreadable {
+            report.failures.push(Failure { path: dir, session: None, reason: e.chain() });
+        }
+        if found.folders.is_empty() {
+            report.empty_paths.push(path.clone());
+        }
+        known.extend(found.folders.iter().filter_map(|f| f.project.clone()));
+        for folder in found.folders {
             let name = folder.dir.to_string_lossy().to_lowercase();
             let path = folder.project.clone().unwrap_or_default().to_lowercase();
             let excluded = AUTOMATED_PROJECT_MARKERS.iter().any(|m| name.contains(m) || path.contains(m))
@@ -266,7 +275,7 @@ pub fn index_paths_with_progress(
     aider_dirs.sort();
     aider_dirs.dedup();
     for dir in aider_dirs {
-        match layout::discover(&dir, &known) {
+        match layout::aider::discover(&dir) {
             Ok(found) => {
                 for f in found {
                     *report.agents.entry(f.agent.as_str().to_string()).or_default() += f.sessions.len();

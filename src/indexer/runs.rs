@@ -23,7 +23,7 @@ pub struct SessionRuns {
 /// or one session file) that has sub-agent runs. Unreadable files are skipped.
 pub fn runs_in(path: &Path) -> Result<Vec<SessionRuns>> {
     let mut out = Vec::new();
-    for folder in discover(path, &[])? {
+    for folder in discover(path, &[])?.folders {
         let project = folder
             .project
             .clone()

@@ -100,6 +100,32 @@ fn the_shared_agent_histories_index() {
     assert_eq!(second.messages, 0, "a second run writes nothing: {second}");
 }
 
+/// The folder that holds the three histories, given as one path, finds what the three roots
+/// given one by one find: the walk below a folder that is no history itself.
+#[test]
+fn a_folder_holding_every_agent_history_indexes_like_its_roots_one_by_one() {
+    let base = agents_data();
+    let roots = vec![
+        base.join("codex/akinori-seri-sdcj+health_report_ocr/.codex"),
+        base.join("gemini/hoon9732+devenv_vault/.gemini"),
+        base.join("aider/AlexShchuka+mozgoslav"),
+    ];
+    let options = IndexOptions { tenant: Some("t".into()), ..Default::default() };
+    let one_by_one = tempfile::tempdir().unwrap();
+    let expected = convdex::index_paths(&hash_index(one_by_one.path(), CollectionOptions::default()), &roots, &options);
+    let folder = tempfile::tempdir().unwrap();
+    let index = hash_index(folder.path(), CollectionOptions::default());
+    let found = convdex::index_paths(&index, std::slice::from_ref(&base), &options).unwrap();
+    let expected = expected.unwrap();
+    println!("one by one: {expected}\nthe folder: {found}");
+    assert!(found.failures.is_empty() && found.empty_paths.is_empty(), "{found:?}");
+    assert_eq!(found.agents, expected.agents);
+    assert_eq!((found.sessions_new, found.messages), (expected.sessions_new, expected.messages));
+    let mut names: Vec<String> = index.collections().unwrap().into_iter().map(|c| c.project).collect();
+    names.sort();
+    assert_eq!(names.len(), expected.collections.len(), "{names:?}");
+}
+
 fn line(v: serde_json::Value) -> String {
     format!("{v}\n")
 }

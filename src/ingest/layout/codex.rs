@@ -11,9 +11,23 @@ fn is_rollout(name: &str) -> bool {
     name.starts_with("rollout-") && name.ends_with(".jsonl")
 }
 
-/// True when `path` holds rollouts (a `~/.codex`, its `sessions`, or a day's folder).
+/// True when `path` holds rollouts where Codex keeps them: a `~/.codex` (its `sessions`
+/// folder), `sessions` itself, a year's, month's or day's folder under it, or any folder with
+/// rollouts directly in it. (A folder that only holds one of these further down is not.)
 pub(crate) fn is_root(path: &Path) -> bool {
-    path.is_dir() && !files_under(path, &is_rollout).is_empty()
+    if !path.is_dir() {
+        return false;
+    }
+    let direct = std::fs::read_dir(path)
+        .map(|rd| rd.flatten().any(|e| is_rollout(&e.file_name().to_string_lossy()) && e.path().is_file()))
+        .unwrap_or(false);
+    if direct {
+        return true;
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let dated = name == "sessions" || (!name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()));
+    let below = if dated { path.to_path_buf() } else { path.join("sessions") };
+    below.is_dir() && !files_under(&below, &is_rollout).is_empty()
 }
 
 /// Session id and working directory from a rollout's first record (`session_meta`).

@@ -16,6 +16,7 @@ pub mod aider;
 pub mod claude;
 pub mod codex;
 pub mod gemini;
+pub mod walk;
 
 use std::path::{Path, PathBuf};
 
@@ -137,16 +138,56 @@ pub fn default_sources() -> Vec<(Agent, PathBuf)> {
     ]
 }
 
-/// Finds the sessions under `path`, whichever agent wrote them: a history root, a project
-/// folder, or one file. `known` are project paths already known (to name Gemini's hashed
-/// folders).
-pub fn discover(path: &Path, known: &[String]) -> Result<Vec<ProjectFolder>> {
-    match detect(path) {
-        Some(Agent::Codex) => codex::discover(path),
-        Some(Agent::Gemini) => gemini::discover(path, known),
-        Some(Agent::Aider) => aider::discover(path),
-        Some(Agent::ClaudeCode) | None => claude::discover(path),
+/// What [`discover`] found under a path.
+#[derive(Debug, Default)]
+pub struct Discovered {
+    /// The project folders with at least one session.
+    pub folders: Vec<ProjectFolder>,
+    /// Histories found below the path that could not be read, with why (the others are kept).
+    pub unreadable: Vec<(PathBuf, Error)>,
+}
+
+/// Finds the sessions under `path`, whichever agent wrote them: one file, a history root or
+/// project folder of one agent, or a folder holding several (a home directory or a backup of
+/// one, a folder of backups), looked into down to [`walk::MAX_DEPTH`] levels. `known` are
+/// project paths already known (to name Gemini's hashed folders); Gemini's folders are read
+/// last, knowing the paths the other histories found here record.
+pub fn discover(path: &Path, known: &[String]) -> Result<Discovered> {
+    if path.is_file() {
+        let folders = match detect(path) {
+            Some(Agent::Codex) => codex::discover(path)?,
+            Some(Agent::Gemini) => gemini::discover(path, known)?,
+            Some(Agent::Aider) => aider::discover(path)?,
+            Some(Agent::ClaudeCode) | None => claude::discover(path)?,
+        };
+        return Ok(Discovered { folders, unreadable: Vec::new() });
     }
+    if !path.is_dir() {
+        return Err(Error::NotFound(format!("transcript path {}", path.display())));
+    }
+    let mut roots = walk::roots(path)?;
+    roots.sort_by_key(|(_, agent)| *agent == Agent::Gemini);
+    let mut known = known.to_vec();
+    let mut out = Discovered::default();
+    let single = roots.len() == 1 && roots[0].0 == path;
+    for (dir, agent) in roots {
+        let found = match agent {
+            Agent::Codex => codex::discover(&dir),
+            Agent::Gemini => gemini::discover(&dir, &known),
+            Agent::Aider => aider::discover(&dir),
+            Agent::ClaudeCode => claude::discover(&dir),
+        };
+        match found {
+            Ok(found) => {
+                known.extend(found.iter().filter_map(|f| f.project.clone()));
+                out.folders.extend(found.into_iter().filter(|f| !f.sessions.is_empty()));
+            }
+            // The path given is that one history: its error is the answer.
+            Err(e) if single => return Err(e),
+            Err(e) => out.unreadable.push((dir, e)),
+        }
+    }
+    Ok(out)
 }
 
 /// Which agent wrote what is at `path`, from names and the first record.
@@ -190,11 +231,16 @@ pub(crate) fn peek_field(path: &Path, field: &str) -> Option<String> {
     None
 }
 
-/// Files under `dir` (recursively) whose name satisfies `keep`, sorted.
+/// Files under `dir` (recursively) whose name satisfies `keep`, sorted; a folder reached twice
+/// (a symbolic link back up the tree) is read once.
 pub(crate) fn files_under(dir: &Path, keep: &dyn Fn(&str) -> bool) -> Vec<PathBuf> {
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
+        if !seen.insert(d.canonicalize().unwrap_or_else(|_| d.clone())) {
+            continue;
+        }
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
             if p.is_dir() {
