@@ -43,8 +43,7 @@ fn peek_session_id(path: &Path) -> Option<String> {
     peek_field(path, "sessionId")
 }
 
-/// Claude Code's session files under `path`: a config directory (`~/.claude`), a projects
-/// root (`~/.claude/projects`), one project folder, or one file.
+/// Claude Code's session files in `path`: one project folder, or one file.
 pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
     if path.is_file() {
         if path.extension().is_none_or(|e| e != "jsonl") {
@@ -66,37 +65,9 @@ pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
     if !path.is_dir() {
         return Err(Error::NotFound(format!("transcript path {}", path.display())));
     }
-    let direct = jsonl(path);
-    // A Claude Code config directory (`~/.claude`, or a copy of one): its sessions are under
-    // `projects/`, next to folders (`todos/`, `plugins/`) that hold none. A folder holding
-    // one as `.claude/` (a home directory, a backup of one) counts as that directory.
-    if direct.is_empty() {
-        for projects in [path.join("projects"), path.join(".claude").join("projects")] {
-            if projects.is_dir() {
-                return discover(&projects);
-            }
-        }
-    }
-    let has_session_dirs =
-        std::fs::read_dir(path).map(|rd| rd.flatten().any(|e| e.path().join("subagents").is_dir())).unwrap_or(false);
-    if !direct.is_empty() || has_session_dirs {
-        return Ok(vec![project_folder(path)]);
-    }
-    let mut out = Vec::new();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| Error::io(path, e))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    for d in dirs {
-        let p = project_folder(&d);
-        if !p.sessions.is_empty() {
-            out.push(p);
-        }
-    }
-    Ok(out)
+    // Config directories, projects roots and folders holding them are walked into by
+    // `walk.rs`, which calls this for each project folder it finds.
+    Ok(vec![project_folder(path)])
 }
 
 fn subagents_of(dir: &Path, session: &str) -> Vec<(PathBuf, Option<String>)> {
@@ -202,10 +173,13 @@ mod tests {
         let hidden = home.join(".claude").join("projects").join("-home-dev-acme");
         std::fs::create_dir_all(&hidden).unwrap();
         std::fs::write(hidden.join("s1.jsonl"), "{}\n").unwrap();
-        let found = discover(&home).unwrap();
+        // A history that also keeps the prompts' history beside `projects/`.
+        std::fs::write(config.join("history.jsonl"), "{\"display\":\"x\"}\n").unwrap();
+        let discover = |p: &Path| crate::ingest::layout::discover(p, &[]).unwrap().folders;
+        let found = discover(&home);
         assert_eq!((found.len(), found[0].sessions.len(), &found[0].dir), (1, 1, &hidden));
         for path in [config.clone(), config.join("projects"), project.clone()] {
-            let found = discover(&path).unwrap();
+            let found = discover(&path);
             assert_eq!(found.len(), 1, "{}", path.display());
             assert_eq!(found[0].sessions.len(), 1, "{}", path.display());
             assert_eq!(found[0].dir, project);

@@ -80,6 +80,11 @@ fn root_agent(dir: &Path, depth: usize) -> Option<Agent> {
 /// a session (a UUID, or `agent-…`), sits in a `projects` folder, or records a `sessionId`
 /// in its first 64 KiB, so a project's data files are not read as transcripts.
 fn claude_folder(dir: &Path, depth: usize) -> bool {
+    // A config directory (`~/.claude`) keeps its sessions under `projects/`, and may keep other
+    // `.jsonl` files (the prompts' history) beside it.
+    if dir.join("projects").is_dir() {
+        return false;
+    }
     let Ok(rd) = std::fs::read_dir(dir) else { return false };
     let in_projects = dir.parent().and_then(Path::file_name).is_some_and(|n| n == "projects");
     let mut session_dirs = false;
