@@ -111,7 +111,7 @@ pub use ids::LoadFailure;
 pub use index::across::{Across, BlameSession, DecisionFilter, FoundSession, OpenCollection, ProjectHit, SessionAt};
 pub use index::compact::CompactReport;
 pub use index::recall::{DEFAULT_RECALL_RELEVANCE, RecallOptions, count_tokens};
-pub use index::repair::RepairReport;
+pub use index::repair::{RepairReport, SET_ASIDE, SetAside};
 pub use index::sessions::{SESSION_HITS, SESSION_POOL, SessionFound, group_sessions, pool_query};
 pub use index::warm::{Answered, WARM_ANSWER_WAIT, WarmExit, WarmOptions};
 pub use index::{CollectionInfo, Index, Opened, Options, Skipped, collection_name, validate_name};

@@ -76,7 +76,8 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
             serde_json::json!({"state": "missing", "detail": e.to_string()})
         }
     };
-    let data_dir = serde_json::json!({"path": ctx.dir, "bytes": index.bytes_on_disk()});
+    let set_aside = index.set_aside()?;
+    let data_dir = serde_json::json!({"path": ctx.dir, "bytes": index.bytes_on_disk(), "set_aside": set_aside});
     let out = serde_json::json!({
         "collections": rows,
         "model": model,
@@ -118,6 +119,14 @@ fn print_text(out: &serde_json::Value, repair: bool) {
     println!("{:<9} warm helper: {}", text(&warm["state"]), text(&warm["detail"]));
     let dir = &out["data_dir"];
     println!("{:<9} data dir {} ({:.1} MB)", "", text(&dir["path"]), dir["bytes"].as_f64().unwrap_or(0.0) / 1e6);
+    for kept in dir["set_aside"].as_array().into_iter().flatten() {
+        println!(
+            "{:<9} {} ({:.1} MB): damaged files a repair moved aside; delete the folder once nothing in it is needed",
+            "kept",
+            text(&kept["dir"]),
+            kept["bytes"].as_f64().unwrap_or(0.0) / 1e6
+        );
+    }
     if !repair && rows.iter().any(|r| r["state"] == "damaged") {
         println!("run `convdex doctor --repair` to rebuild the damaged collections");
     }

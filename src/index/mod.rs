@@ -190,6 +190,21 @@ impl Index {
 
     /// Like [`Index::collection`], recording the project's path on creation.
     pub fn collection_with(&self, tenant: &str, project: &str, project_path: Option<&str>) -> Result<Arc<Collection>> {
+        self.open_collection(tenant, project, project_path, false)
+    }
+
+    /// The collection a repair rebuilds, opened while its repair is under way.
+    pub(crate) fn open_repairing(&self, tenant: &str, project: &str, path: Option<&str>) -> Result<Arc<Collection>> {
+        self.open_collection(tenant, project, path, true)
+    }
+
+    fn open_collection(
+        &self,
+        tenant: &str,
+        project: &str,
+        project_path: Option<&str>,
+        repairing: bool,
+    ) -> Result<Arc<Collection>> {
         let tenant = validate_name("tenant", tenant)?;
         let project = validate_name("project", project)?;
         let name = collection_name(&tenant, &project);
@@ -198,6 +213,14 @@ impl Index {
             return Ok(c);
         }
         let dir = self.root.join(&name);
+        // A repair killed (or failed) before the fresh collection was complete: what is there
+        // is not the whole collection; the next repair starts again from the damaged files.
+        if !repairing && repair::repair_interrupted(&self.root, &name) {
+            return Err(Error::Damaged {
+                path: dir.join("data.redb"),
+                reason: "a repair of it was interrupted before it finished".into(),
+            });
+        }
         // A `forget` that was interrupted before its compaction finished: finish it first, so
         // no forgotten text outlives the next open.
         if compact::compaction_pending(&dir) {
@@ -216,12 +239,7 @@ impl Index {
         // missing, unreadable or wrong, atomically.
         let project_path = coll.meta()?.project_path;
         let info = CollectionInfo { tenant, project, name: name.clone(), dir: PathBuf::new(), project_path };
-        let identity = dir.join(IDENTITY_FILE);
-        let current =
-            std::fs::read_to_string(&identity).ok().and_then(|t| serde_json::from_str::<CollectionInfo>(&t).ok());
-        if current.as_ref() != Some(&info) {
-            write_identity(&dir, &info)?;
-        }
+        identity_if_changed(&dir, &info)?;
         open.insert(name, Arc::downgrade(&coll));
         Ok(coll)
     }
@@ -251,8 +269,17 @@ impl Index {
                     recovered
                 }
             };
-            if let Some(mut info) = info {
+            // A copy under another name (the damaged files a repair moved aside, a backup) is
+            // not the collection: that name opens the one whose directory it names.
+            if let Some(mut info) = info.filter(|i| dir.file_name().is_some_and(|n| *n == *i.name)) {
                 info.dir = dir;
+                out.push(info);
+            }
+        }
+        // A collection whose repair was interrupted is listed (its directory may be gone) so
+        // that `doctor` finds it damaged and repairs it again.
+        for info in repair::interrupted_repairs(&self.root) {
+            if !out.iter().any(|i| i.name == info.name) {
                 out.push(info);
             }
         }
@@ -310,6 +337,32 @@ impl std::fmt::Display for Skipped {
     /// `skipped collection <name>: <error>`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "skipped collection {}: {}", self.info.name, self.error.chain())
+    }
+}
+
+/// Writes `collection.json` when it is missing or says otherwise than `info`.
+fn identity_if_changed(dir: &Path, info: &CollectionInfo) -> Result<()> {
+    let current = std::fs::read_to_string(dir.join(IDENTITY_FILE))
+        .ok()
+        .and_then(|t| serde_json::from_str::<CollectionInfo>(&t).ok());
+    if current.as_ref() == Some(info) { Ok(()) } else { write_identity(dir, info) }
+}
+
+impl Index {
+    /// Records a collection's project path in its `collection.json` after it was set on an
+    /// open collection ([`Index::collections`] lists from that file, and finding a project's
+    /// collection without opening every one reads it).
+    pub(crate) fn record_project_path(&self, coll: &Collection) -> Result<()> {
+        let meta = coll.meta()?;
+        let dir = self.root.join(coll.name());
+        let Some(mut info) = std::fs::read_to_string(dir.join(IDENTITY_FILE))
+            .ok()
+            .and_then(|t| serde_json::from_str::<CollectionInfo>(&t).ok())
+        else {
+            return Ok(());
+        };
+        info.project_path = meta.project_path;
+        identity_if_changed(&dir, &info)
     }
 }
 

@@ -10,9 +10,9 @@
 //! lists what could not be recovered.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::collection::SessionWrite;
 use crate::doc::Document;
@@ -44,7 +44,94 @@ pub struct RepairReport {
     pub sessions_unread: Vec<String>,
 }
 
+/// What a repair adds to a collection's directory name when it moves the damaged files aside
+/// (then the time, in Unix seconds).
+pub const SET_ASIDE: &str = ".damaged-";
+
+/// A repair under way: written (and synced) in the data directory, beside the collection,
+/// before the damaged files move aside, and removed once the fresh collection is complete. A
+/// repair killed in between leaves it: the collection then refuses to open (nothing half
+/// rebuilt is read as whole) until the next repair starts again from the files kept aside.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Repairing {
+    tenant: String,
+    project: String,
+    moved_to: PathBuf,
+}
+
+fn repairing_file(root: &Path, name: &str) -> PathBuf {
+    root.join(format!("{name}{REPAIRING}"))
+}
+
+/// What the mark of a repair under way adds to the collection's name.
+const REPAIRING: &str = ".repairing";
+
+fn read_repairing(path: &Path) -> Option<Repairing> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// Whether a repair of collection `name` was interrupted (see [`Index::repair`]).
+pub(crate) fn repair_interrupted(root: &Path, name: &str) -> bool {
+    repairing_file(root, name).exists()
+}
+
+/// The collections whose repair was interrupted, as [`Index::collections`] lists them (their
+/// directory may be missing: the kill came before the fresh one was made).
+pub(crate) fn interrupted_repairs(root: &Path) -> Vec<CollectionInfo> {
+    let Ok(rd) = std::fs::read_dir(root) else { return Vec::new() };
+    rd.flatten()
+        .filter_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let name = file.strip_suffix(REPAIRING)?.to_string();
+            let r = read_repairing(&e.path())?;
+            Some(CollectionInfo {
+                tenant: r.tenant,
+                project: r.project,
+                dir: root.join(&name),
+                name,
+                project_path: None,
+            })
+        })
+        .collect()
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| Error::io(path, e))?;
+    sync_parent(path);
+    Ok(())
+}
+
+fn sync_parent(path: &Path) {
+    if let Some(d) = path.parent().and_then(|p| std::fs::File::open(p).ok()) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Damaged files a repair moved aside, kept until the user deletes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SetAside {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
 impl Index {
+    /// The damaged files repairs moved aside in this data directory (never listed as
+    /// collections), by name.
+    pub fn set_aside(&self) -> Result<Vec<SetAside>> {
+        let rd = std::fs::read_dir(self.root()).map_err(|e| Error::io(self.root(), e))?;
+        let mut out: Vec<SetAside> = rd
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(SET_ASIDE) && e.path().is_dir())
+            .map(|e| SetAside { bytes: crate::collection::read::dir_size(&e.path()), dir: e.path() })
+            .collect();
+        out.sort_by(|a, b| a.dir.cmp(&b.dir));
+        Ok(out)
+    }
+
     /// Rebuilds a collection whose store is damaged: moves it aside, reads back every row it
     /// still can (documents, imported conversations, tombstones, cached embeddings) and builds a
     /// fresh collection from them (see [`RepairReport`]).
@@ -55,17 +142,35 @@ impl Index {
         if self.is_open(&info.name) {
             return Err(Error::InUse { path: dir, holder: format!("{} (this process)", std::process::id()) });
         }
-        let stamp = chrono::Utc::now().timestamp();
-        let moved_to = self.root().join(format!("{}.damaged-{stamp}", info.name));
-        {
-            let _lock = crate::collection::acquire_lock(&dir, self.options().collection.lock_wait)?;
-            std::fs::rename(&dir, &moved_to).map_err(|e| Error::io(&dir, e))?;
-        }
+        let mark = repairing_file(self.root(), &info.name);
+        let moved_to = match read_repairing(&mark) {
+            // An earlier repair was killed or failed: what it built came from the files it kept
+            // aside (and the transcripts), so it is dropped and the repair starts again.
+            Some(r) if r.moved_to.join("data.redb").exists() => {
+                if dir.exists() {
+                    let _lock = crate::collection::acquire_lock(&dir, self.options().collection.lock_wait)?;
+                    std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                }
+                r.moved_to
+            }
+            _ => {
+                let stamp = chrono::Utc::now().timestamp();
+                let moved_to = self.root().join(format!("{}{SET_ASIDE}{stamp}", info.name));
+                let r = Repairing { tenant: info.tenant.clone(), project: info.project.clone(), moved_to };
+                let text = serde_json::to_vec(&r).map_err(|e| Error::io(&mark, std::io::Error::other(e)))?;
+                write_synced(&mark, &text)?;
+                let _lock = crate::collection::acquire_lock(&dir, self.options().collection.lock_wait)?;
+                std::fs::rename(&dir, &r.moved_to).map_err(|e| Error::io(&dir, e))?;
+                sync_parent(&dir);
+                r.moved_to
+            }
+        };
         let mut s = salvage(&moved_to.join("data.redb"));
         // Records a newer convdex wrote are not damage: rebuilding without them would lose
         // them. The collection goes back where it was, untouched.
         if let Some(found) = s.newer {
             std::fs::rename(&moved_to, &dir).map_err(|e| Error::io(&moved_to, e))?;
+            std::fs::remove_file(&mark).map_err(|e| Error::io(&mark, e))?;
             return Err(Error::FormatVersion {
                 what: "a document of this collection",
                 found,
@@ -80,7 +185,7 @@ impl Index {
             }
         }
         let meta = s.meta.clone().unwrap_or_default();
-        let coll = self.collection_with(&info.tenant, &info.project, meta.project_path.as_deref())?;
+        let coll = self.open_repairing(&info.tenant, &info.project, meta.project_path.as_deref())?;
         if meta.project_path.is_some() || meta.last_indexed_at_ms.is_some() {
             coll.update_meta(|m| {
                 m.project_path = meta.project_path.clone();
@@ -106,6 +211,10 @@ impl Index {
         }
         coll.restore_tombstones(&s.tombstones)?;
         coll.flush()?;
+        drop(coll);
+        // Complete: the collection opens again.
+        std::fs::remove_file(&mark).map_err(|e| Error::io(&mark, e))?;
+        sync_parent(&mark);
         let recovered: BTreeSet<&str> = by_session.keys().copied().collect();
         Ok(RepairReport {
             collection: info.name.clone(),

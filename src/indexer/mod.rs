@@ -352,6 +352,7 @@ pub(crate) fn collection_for_path(
         Some(_) => Ok(coll),
         None => {
             coll.update_meta(|m| m.project_path = Some(key.to_string()))?;
+            index.record_project_path(&coll)?;
             Ok(coll)
         }
     }

@@ -327,3 +327,108 @@ fn index_killed_in_either_phase_is_finished_by_the_next_run() {
          left with pending vectors, full run {full:?}"
     );
 }
+
+/// Per collection as `doctor --json` finds it: its state (`ok`, `damaged`, …) and, when it
+/// opens, its messages.
+fn states(data: &Path) -> BTreeMap<String, (String, Option<u64>)> {
+    let out = command(data, &["doctor", "--json", "--history", "/nonexistent"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed = command(data, &["stats", "--json"]).output().unwrap();
+    let stats: Value = serde_json::from_slice(&listed.stdout).unwrap_or(Value::Null);
+    let messages = |name: &str| {
+        stats.as_array()?.iter().find(|c| c["collection"] == name).and_then(|c| c["stats"]["messages"].as_u64())
+    };
+    v["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let name = c["collection"].as_str().unwrap().to_string();
+            let m = messages(&name);
+            (name, (c["state"].as_str().unwrap().to_string(), m))
+        })
+        .collect()
+}
+
+/// `doctor --repair` killed at any moment: until a repair finishes, the damaged collection is
+/// listed and either skipped as damaged or whole (as salvaged, or salvaged and indexed again),
+/// never half rebuilt and never missing; the next `doctor --repair` and `index` (what the
+/// repair says to run) end with the counts of an uninterrupted repair, one copy of the damaged
+/// files, no repair left under way.
+#[test]
+fn repair_killed_anywhere_is_finished_by_the_next_repair() {
+    let h = history();
+    let projects = h.path().join("projects");
+    let p = projects.to_str().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    run(base.path(), &["index", p]);
+    // The larger collection damaged where redb cannot repair it, the other intact.
+    let victim = std::fs::read_dir(base.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|d| d.join("data.redb").exists())
+        .max_by_key(|d| std::fs::metadata(d.join("data.redb")).unwrap().len())
+        .unwrap();
+    let name = victim.file_name().unwrap().to_string_lossy().into_owned();
+    let redb = victim.join("data.redb");
+    let pristine = std::fs::read(&redb).unwrap();
+    let repair = ["doctor", "--repair", "--history", p];
+    // The first flip `doctor` finds and salvage reads around (some rows recovered), so a half
+    // rebuilt collection would show; else one at 4096, which it finds and nothing reads around.
+    // `salvaged`: the victim's messages after a repair that reads no transcript.
+    let damage = |at: usize| {
+        let mut bytes = pristine.clone();
+        bytes[at] ^= 0xff;
+        std::fs::write(&redb, &bytes).unwrap();
+        let probe = tempfile::tempdir().unwrap();
+        copy_dir(base.path(), probe.path());
+        let found = command(probe.path(), &["doctor"]).output().unwrap().status.code() == Some(3);
+        run(probe.path(), &["doctor", "--repair", "--history", "/nonexistent"]);
+        (found, counts(probe.path())[&name][1])
+    };
+    let len = pristine.len();
+    let salvaged = [len / 2, len / 4, 3 * len / 4, 65536.min(len - 1)]
+        .into_iter()
+        .map(damage)
+        .find(|&(found, salvaged)| found && salvaged > 0)
+        .map_or_else(|| damage(4096).1, |(_, salvaged)| salvaged);
+    let reference = tempfile::tempdir().unwrap();
+    copy_dir(base.path(), reference.path());
+    let t = Instant::now();
+    run(reference.path(), &repair);
+    let full = t.elapsed();
+    let expected = counts(reference.path());
+    assert_eq!(expected.len(), 2, "{expected:?}");
+    let seed = env_or("CONVDEX_CRASH_SEED", 0x5eed) ^ 0x4e9;
+    let kills = env_or("CONVDEX_CRASH_KILLS", 10);
+    let mut rng = Rng(seed);
+    let mut killed = 0;
+    for i in 0..kills {
+        let data = tempfile::tempdir().unwrap();
+        copy_dir(base.path(), data.path());
+        let delay = full.mul_f32(rng.uniform());
+        killed += usize::from(!kill_after(data.path(), &repair, delay));
+        let at = format!("seed {seed:#x} kill {i} at {delay:?} of {full:?}");
+        let found = states(data.path());
+        assert_eq!(found.len(), 2, "{at}: both collections listed after the kill: {found:?}");
+        let (state, messages) = &found[&name];
+        let whole = messages.is_some_and(|m| [salvaged, expected[&name][1]].contains(&m));
+        assert!(state == "damaged" || (state == "ok" && whole), "{at}: {salvaged} salvaged: {found:?}");
+        // (Exit 3 when the kill came after the repair, while the transcripts were read again:
+        // nothing to repair, sessions not indexed, which `index` then reads.)
+        let again = command(data.path(), &repair).output().unwrap();
+        assert!(matches!(again.status.code(), Some(0 | 3)), "{at}: {}", String::from_utf8_lossy(&again.stderr));
+        run(data.path(), &["index", p]);
+        assert_eq!(counts(data.path()), expected, "{at}: after the next repair");
+        let names: Vec<String> =
+            std::fs::read_dir(data.path()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into()).collect();
+        assert_eq!(names.iter().filter(|n| n.contains(".damaged-")).count(), 1, "{at}: {names:?}");
+        assert!(!names.iter().any(|n| n.ends_with(".repairing")), "{at}: {names:?}");
+    }
+    println!(
+        "doctor --repair: {kills} kills (seed {seed:#x}), {killed} before it finished, full run {full:?}, \
+         {salvaged} of {} messages salvaged",
+        expected[&name][1]
+    );
+}

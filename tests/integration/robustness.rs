@@ -313,12 +313,21 @@ fn doctor_repairs_a_damaged_store_and_forgotten_sessions_stay_forgotten() {
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("repaired") && text.contains("damaged files kept in"), "{damage}: {text}");
         let after: Value = serde_json::from_str(&cli.ok(&["stats", "--json"])).unwrap();
+        // The damaged files moved aside are kept, never listed as the collection a second time
+        // (every hit and decision was shown twice after a repair).
+        let names = |v: &Value| v.as_array().unwrap().iter().map(|c| c["collection"].clone()).collect::<Vec<_>>();
+        assert_eq!(names(&after), names(&before), "{damage}");
         for k in ["sessions", "messages", "decisions", "summaries", "forgotten_sessions"] {
             assert_eq!(after[0]["stats"][k], before[0]["stats"][k], "{damage}: {k}");
         }
         let hits: Value = serde_json::from_str(&cli.ok(&["search", "nightly backup bucket", "--json"])).unwrap();
         assert!(hits.as_array().unwrap().iter().all(|h| h["session"] != "chat-1"), "{damage}: {hits}");
-        assert!(cli.ok(&["doctor"]).lines().all(|l| !l.starts_with("damaged")), "{damage}");
+        let ids: Vec<_> = hits.as_array().unwrap().iter().map(|h| h["id"].clone()).collect();
+        assert!(ids.iter().enumerate().all(|(i, id)| !ids[..i].contains(id)), "{damage}: a hit twice: {hits}");
+        let doctor = cli.ok(&["doctor"]);
+        assert!(doctor.lines().all(|l| !l.starts_with("damaged")), "{damage}");
+        assert_eq!(doctor.lines().filter(|l| l.starts_with("ok") && l.contains("acme-api")).count(), 1, "{doctor}");
+        assert!(doctor.lines().any(|l| l.starts_with("kept") && l.contains(".damaged-")), "{damage}: {doctor}");
     }
 }
 
