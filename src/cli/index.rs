@@ -94,12 +94,7 @@ pub fn run(ctx: &Ctx, a: IndexArgs) -> anyhow::Result<()> {
     // A path given that holds nothing is most likely the wrong path (the default ones may
     // rightly be empty).
     for p in report.empty_paths.iter().filter(|_| explicit) {
-        eprintln!(
-            "note: no session found under {}: give a Claude Code, Codex, Gemini or Aider history, or a folder \
-             holding them (looked {} levels down)",
-            p.display(),
-            convdex::ingest::layout::walk::MAX_DEPTH
-        );
+        eprintln!("{}", super::render::no_session_note(p));
     }
     if a.json {
         return print_json(&report);

@@ -115,3 +115,13 @@ pub fn unembedded_note(hits: &[convdex::ProjectHit]) -> Option<String> {
         )
     })
 }
+
+/// The note for a path given to `index` in which no session was found.
+pub fn no_session_note(path: &std::path::Path) -> String {
+    format!(
+        "note: no session found under {}: give a Claude Code, Codex, Gemini or Aider history, or a folder holding \
+         them (looked {} levels down)",
+        path.display(),
+        convdex::ingest::layout::walk::MAX_DEPTH
+    )
+}

@@ -144,6 +144,11 @@ fn mcp_server_answers_a_real_client() {
         }
         let r = client.call_tool(call("search", json!({"query": "expired session token", "limit": 1}))).await.unwrap();
         assert_ne!(r.is_error, Some(true), "still serving after errors: {}", text(&r));
+        // A folder that holds no history is indexed (nothing) with a note naming it.
+        let empty = tempfile::tempdir().unwrap();
+        let r = client.call_tool(call("index", json!({"path": empty.path()}))).await.unwrap();
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+        assert!(text(&r).contains("no session found under"), "{}", text(&r));
 
         // Shut down: the client closes the connection; the server exits by itself, successfully.
         client.cancel().await.unwrap();

@@ -104,8 +104,9 @@ pub struct SessionParams {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IndexParams {
-    /// A projects root, one project folder, or one session file; the Claude Code history
-    /// (`~/.claude/projects`) when absent.
+    /// A history root, one project folder or one session file of Claude Code, Codex, Gemini or
+    /// Aider, or a folder holding histories (looked into 6 levels down); the Claude Code
+    /// history (`~/.claude/projects`) when absent.
     pub path: Option<String>,
     /// Re-index from scratch (also brings back forgotten sessions). Default false.
     pub force: Option<bool>,
@@ -374,7 +375,7 @@ impl Server {
             let path = p.path.map(PathBuf::from).unwrap_or_else(convdex::default_history);
             if !path.exists() {
                 anyhow::bail!(
-                    "{} does not exist; give a projects root, a project folder or a .jsonl file",
+                    "{} does not exist; give a history, a project folder, a session file or a folder holding them",
                     path.display()
                 );
             }
@@ -387,6 +388,10 @@ impl Server {
             }
             for (file, s) in report.skipped_lines.iter().take(10) {
                 out.push_str(&format!("skipped {}:{}: {}\n", file.display(), s.line, s.reason));
+            }
+            for p in &report.empty_paths {
+                out.push_str(&super::render::no_session_note(p));
+                out.push('\n');
             }
             Ok(out)
         })
