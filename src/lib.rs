@@ -73,6 +73,7 @@ mod ann;
 mod collection;
 pub mod derive;
 mod doc;
+mod durable;
 pub mod embed;
 mod error;
 mod ids;

@@ -17,6 +17,7 @@ use hnsw_rs::prelude::{AnnT, HnswIo};
 use serde::{Deserialize, Serialize};
 
 use super::{Ann, Graph, HnswParams, UnitCosine};
+use crate::durable::write_synced;
 use crate::error::{Error, Result};
 use crate::ids::LoadFailure;
 
@@ -351,10 +352,4 @@ fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
         return Ok(());
     }
     std::fs::copy(from, to).map(|_| ()).map_err(|e| Error::io(from, e))
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| Error::io(path, e))
 }

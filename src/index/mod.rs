@@ -193,6 +193,16 @@ impl Index {
         self.open_collection(tenant, project, project_path, false)
     }
 
+    /// Records a collection's project path in its `collection.json` after it was set on an
+    /// open collection ([`Index::collections`] lists from that file, and finding a project's
+    /// collection without opening every one reads it).
+    pub(crate) fn record_project_path(&self, coll: &Collection) -> Result<()> {
+        let dir = self.root.join(coll.name());
+        let Some(mut info) = read_identity(&dir) else { return Ok(()) };
+        info.project_path = coll.meta()?.project_path;
+        identity_if_changed(&dir, &info)
+    }
+
     /// The collection a repair rebuilds, opened while its repair is under way.
     pub(crate) fn open_repairing(&self, tenant: &str, project: &str, path: Option<&str>) -> Result<Arc<Collection>> {
         self.open_collection(tenant, project, path, true)
@@ -255,9 +265,7 @@ impl Index {
             if !dir.join("data.redb").exists() {
                 continue;
             }
-            let listed = std::fs::read_to_string(dir.join(IDENTITY_FILE))
-                .ok()
-                .and_then(|text| serde_json::from_str::<CollectionInfo>(&text).ok())
+            let listed = read_identity(&dir)
                 .filter(|i| validate_name("tenant", &i.tenant).is_ok() && validate_name("project", &i.project).is_ok());
             let info = match listed {
                 Some(i) => Some(i),
@@ -340,30 +348,14 @@ impl std::fmt::Display for Skipped {
     }
 }
 
-/// Writes `collection.json` when it is missing or says otherwise than `info`.
-fn identity_if_changed(dir: &Path, info: &CollectionInfo) -> Result<()> {
-    let current = std::fs::read_to_string(dir.join(IDENTITY_FILE))
-        .ok()
-        .and_then(|t| serde_json::from_str::<CollectionInfo>(&t).ok());
-    if current.as_ref() == Some(info) { Ok(()) } else { write_identity(dir, info) }
+/// The `collection.json` of `dir`, when it is there and readable.
+fn read_identity(dir: &Path) -> Option<CollectionInfo> {
+    std::fs::read_to_string(dir.join(IDENTITY_FILE)).ok().and_then(|t| serde_json::from_str(&t).ok())
 }
 
-impl Index {
-    /// Records a collection's project path in its `collection.json` after it was set on an
-    /// open collection ([`Index::collections`] lists from that file, and finding a project's
-    /// collection without opening every one reads it).
-    pub(crate) fn record_project_path(&self, coll: &Collection) -> Result<()> {
-        let meta = coll.meta()?;
-        let dir = self.root.join(coll.name());
-        let Some(mut info) = std::fs::read_to_string(dir.join(IDENTITY_FILE))
-            .ok()
-            .and_then(|t| serde_json::from_str::<CollectionInfo>(&t).ok())
-        else {
-            return Ok(());
-        };
-        info.project_path = meta.project_path;
-        identity_if_changed(&dir, &info)
-    }
+/// Writes `collection.json` when it is missing or says otherwise than `info`.
+fn identity_if_changed(dir: &Path, info: &CollectionInfo) -> Result<()> {
+    if read_identity(dir).as_ref() == Some(info) { Ok(()) } else { write_identity(dir, info) }
 }
 
 fn write_identity(dir: &Path, info: &CollectionInfo) -> Result<()> {

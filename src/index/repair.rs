@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::collection::SessionWrite;
 use crate::doc::Document;
+use crate::durable::{sync_dir, write_synced};
 use crate::error::{Error, Result};
 use crate::index::{CollectionInfo, Index};
 use crate::store::salvage::salvage;
@@ -95,20 +96,6 @@ pub(crate) fn interrupted_repairs(root: &Path) -> Vec<CollectionInfo> {
         .collect()
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| Error::io(path, e))?;
-    sync_parent(path);
-    Ok(())
-}
-
-fn sync_parent(path: &Path) {
-    if let Some(d) = path.parent().and_then(|p| std::fs::File::open(p).ok()) {
-        let _ = d.sync_all();
-    }
-}
-
 /// Damaged files a repair moved aside, kept until the user deletes them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SetAside {
@@ -159,9 +146,10 @@ impl Index {
                 let r = Repairing { tenant: info.tenant.clone(), project: info.project.clone(), moved_to };
                 let text = serde_json::to_vec(&r).map_err(|e| Error::io(&mark, std::io::Error::other(e)))?;
                 write_synced(&mark, &text)?;
+                sync_dir(self.root());
                 let _lock = crate::collection::acquire_lock(&dir, self.options().collection.lock_wait)?;
                 std::fs::rename(&dir, &r.moved_to).map_err(|e| Error::io(&dir, e))?;
-                sync_parent(&dir);
+                sync_dir(self.root());
                 r.moved_to
             }
         };
@@ -214,7 +202,7 @@ impl Index {
         drop(coll);
         // Complete: the collection opens again.
         std::fs::remove_file(&mark).map_err(|e| Error::io(&mark, e))?;
-        sync_parent(&mark);
+        sync_dir(self.root());
         let recovered: BTreeSet<&str> = by_session.keys().copied().collect();
         Ok(RepairReport {
             collection: info.name.clone(),

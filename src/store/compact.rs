@@ -5,6 +5,7 @@ use std::path::Path;
 
 use redb::{Database, ReadableDatabase, ReadableMultimapTable, ReadableTable, ReadableTableMetadata};
 
+use crate::durable::{sync_dir, write_synced};
 use crate::error::{Error, Result};
 use crate::store::tables::*;
 
@@ -59,9 +60,7 @@ pub(crate) fn rewrite_store(dir: &Path) -> Result<()> {
         w.commit()?;
     }
     std::fs::rename(&fresh, &path).map_err(|e| Error::io(&path, e))?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
+    sync_dir(dir);
     Ok(())
 }
 
@@ -69,12 +68,8 @@ pub(crate) fn rewrite_store(dir: &Path) -> Result<()> {
 pub(crate) const COMPACT_PENDING: &str = "COMPACT_PENDING";
 
 pub(crate) fn mark_compaction_pending(dir: &Path) -> Result<()> {
-    let path = dir.join(COMPACT_PENDING);
-    let f = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
-    f.sync_all().map_err(|e| Error::io(&path, e))?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
+    write_synced(&dir.join(COMPACT_PENDING), &[])?;
+    sync_dir(dir);
     Ok(())
 }
 

@@ -41,7 +41,7 @@ fn code_lines(text: &str) -> Vec<&str> {
 /// layers below, never a layer above.
 fn layer(module: &str) -> u8 {
     match module {
-        "error" | "doc" | "ids" | "vector" | "text" => 0,
+        "error" | "doc" | "durable" | "ids" | "vector" | "text" => 0,
         "ingest" | "derive" | "search" | "lexical::tokenize" | "setup" => 1,
         "store" | "ann" | "lexical" | "embed" | "models" | "warm" => 2,
         "collection" => 3,

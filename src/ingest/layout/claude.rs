@@ -62,11 +62,9 @@ pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
         folder.project = project_path(&folder);
         return Ok(vec![folder]);
     }
-    if !path.is_dir() {
-        return Err(Error::NotFound(format!("transcript path {}", path.display())));
-    }
     // Config directories, projects roots and folders holding them are walked into by
-    // `walk.rs`, which calls this for each project folder it finds.
+    // `walk.rs`, which calls this for each project folder it finds (`layout::discover` has
+    // checked that the path exists).
     Ok(vec![project_folder(path)])
 }
 

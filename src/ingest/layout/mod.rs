@@ -154,12 +154,7 @@ pub struct Discovered {
 /// last, knowing the paths the other histories found here record.
 pub fn discover(path: &Path, known: &[String]) -> Result<Discovered> {
     if path.is_file() {
-        let folders = match detect(path) {
-            Some(Agent::Codex) => codex::discover(path)?,
-            Some(Agent::Gemini) => gemini::discover(path, known)?,
-            Some(Agent::Aider) => aider::discover(path)?,
-            Some(Agent::ClaudeCode) | None => claude::discover(path)?,
-        };
+        let folders = discover_as(detect(path).unwrap_or_default(), path, known)?;
         return Ok(Discovered { folders, unreadable: Vec::new() });
     }
     if !path.is_dir() {
@@ -171,13 +166,7 @@ pub fn discover(path: &Path, known: &[String]) -> Result<Discovered> {
     let mut out = Discovered::default();
     let single = roots.len() == 1 && roots[0].0 == path;
     for (dir, agent) in roots {
-        let found = match agent {
-            Agent::Codex => codex::discover(&dir),
-            Agent::Gemini => gemini::discover(&dir, &known),
-            Agent::Aider => aider::discover(&dir),
-            Agent::ClaudeCode => claude::discover(&dir),
-        };
-        match found {
+        match discover_as(agent, &dir, &known) {
             Ok(found) => {
                 known.extend(found.iter().filter_map(|f| f.project.clone()));
                 out.folders.extend(found.into_iter().filter(|f| !f.sessions.is_empty()));
@@ -188,6 +177,16 @@ pub fn discover(path: &Path, known: &[String]) -> Result<Discovered> {
         }
     }
     Ok(out)
+}
+
+/// The sessions of one history of `agent` at `path` (a file, a root or a project folder).
+fn discover_as(agent: Agent, path: &Path, known: &[String]) -> Result<Vec<ProjectFolder>> {
+    match agent {
+        Agent::Codex => codex::discover(path),
+        Agent::Gemini => gemini::discover(path, known),
+        Agent::Aider => aider::discover(path),
+        Agent::ClaudeCode => claude::discover(path),
+    }
 }
 
 /// Which agent wrote what is at `path`, from names and the first record.
