@@ -9,6 +9,8 @@
 //! stored vectors rebuilt with several HNSW parameter sets, each timed (read + insert + dump)
 //! and scored by recall@10 against the exact scan, with both searches' p50 (the walk forced,
 //! the scan forced); `CONVDEX_BENCH_HNSW=16:100,16:64` picks the sets (M:ef_construction).
+//! `CONVDEX_BENCH_PARTS=translation` times lexical search over the shared transcripts with the
+//! query's translation off and on (see [`translation`]).
 
 mod common;
 
@@ -53,6 +55,9 @@ fn main() {
         .unwrap_or_else(|| vec![10_000, 100_000]);
     println!("seed {SEED:#x}, dim {DIM}, {QUERIES} queries, k {K}");
     let parts = std::env::var("CONVDEX_BENCH_PARTS").unwrap_or_else(|_| "engine".into());
+    if parts.contains("translation") {
+        translation();
+    }
     for n in sizes {
         if parts.contains("engine") {
             run(n);
@@ -60,6 +65,57 @@ fn main() {
         if parts.contains("rebuild") {
             rebuild_sweep(n);
         }
+    }
+}
+
+/// What translating the query costs a search by words: the shared transcripts (37 projects,
+/// English, Chinese, Japanese, Korean; indexed with the hash embedder, since lexical search needs
+/// no model), every question of `tests/data/multilingual.tsv` and `search_queries.json` asked
+/// across all projects in lexical mode, with translation off and at the default, 5 rounds.
+fn translation() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let idx = index(dir.path());
+    let roots = common::corpus_roots(&root.join("../shared/data/transcripts"));
+    let t = Instant::now();
+    let report = convdex::index_paths(&idx, &roots, &convdex::IndexOptions::default()).unwrap();
+    let indexed = t.elapsed().as_secs_f64();
+    let mut queries: Vec<String> = std::fs::read_to_string(root.join("tests/data/multilingual.tsv"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split('\t').nth(6).map(str::to_string))
+        .collect();
+    let cases: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("tests/data/search_queries.json")).unwrap()).unwrap();
+    let found = |v: &serde_json::Value| v.get("query").and_then(|q| q.as_str()).map(str::to_string);
+    queries.extend(cases.get("queries").and_then(|q| q.as_array()).into_iter().flatten().filter_map(found));
+    println!();
+    println!(
+        "## translation: {} questions across {} projects ({} sessions, indexed in {indexed:.0} s), lexical search, 5 rounds",
+        queries.len(),
+        idx.collections().unwrap().len(),
+        report.sessions_new
+    );
+    println!();
+    println!("| translation | p50 ms | p95 ms | vs off (p50) |");
+    println!("|---:|---:|---:|---:|");
+    let mut base = None;
+    for w in [0.0, convdex::DEFAULT_TRANSLATION] {
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            for q in &queries {
+                let mut query = convdex::Query::new(q.clone());
+                query.mode = Some(SearchMode::Lexical);
+                query.ranking.translation = w;
+                let t = Instant::now();
+                idx.search(None, &query).unwrap();
+                times.push(t.elapsed());
+            }
+        }
+        let (p50, p95) = (common::pct_ms(times.clone(), 0.5), common::pct_ms(times, 0.95));
+        let base = *base.get_or_insert(p50);
+        println!("| {w} | {p50:.2} | {p95:.2} | {:.2}× |", p50 / base);
     }
 }
 

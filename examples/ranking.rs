@@ -18,7 +18,8 @@
 //! `--model` chooses the embedding model (default: convdex's default, multilingual-e5-small);
 //! `--data` keeps the indexes between runs (default: a temporary directory; one sub-directory
 //! per model); `--sweep` adds fusion and context settings; `--fit` fits the relevance curve on
-//! the development halves and prints its reliability on the test halves; `--dev-only` asks
+//! the development halves and prints its reliability on the test halves; `--translation` adds
+//! lexical and hybrid search with translation weights (`RANKING_TRANSLATION=w,…`); `--dev-only` asks
 //! the development halves only (to explore without looking at the test halves).
 
 use std::collections::{BTreeMap, HashSet};
@@ -378,7 +379,7 @@ fn main() -> anyhow::Result<()> {
         Config { label: "semantic".into(), mode: SearchMode::Semantic, ranking: d },
         Config { label: "lexical".into(), mode: SearchMode::Lexical, ranking: d },
         Config {
-            label: format!("hybrid (default: {:?}, {:?})", d.fusion, d.context),
+            label: format!("hybrid (default: {:?}, {:?}, translation {})", d.fusion, d.context, d.translation),
             mode: SearchMode::Hybrid,
             ranking: d,
         },
@@ -395,6 +396,22 @@ fn main() -> anyhow::Result<()> {
     ];
     if only_sweep {
         configs.clear();
+    }
+    if flag("--translation") {
+        // `RANKING_TRANSLATION=w,...` replaces the weights tried (lexical and hybrid search).
+        let weights: Vec<f32> = match std::env::var("RANKING_TRANSLATION") {
+            Ok(v) => v.split(',').filter_map(|x| x.parse().ok()).collect(),
+            Err(_) => vec![0.0, 0.25, 0.5, 0.75, 1.0],
+        };
+        for w in weights {
+            for mode in [SearchMode::Lexical, SearchMode::Hybrid] {
+                configs.push(Config {
+                    label: format!("{mode:?}, translation {w}").to_lowercase(),
+                    mode,
+                    ranking: Ranking { translation: w, ..d },
+                });
+            }
+        }
     }
     if flag("--sweep") || only_sweep {
         // `RANKING_SWEEP=w:s:n,...` (lexical weight, session, neighbours) replaces the grid.
@@ -415,7 +432,7 @@ fn main() -> anyhow::Result<()> {
             let ranking = Ranking {
                 fusion: Fusion::Calibrated { lexical_weight: w },
                 context: Context { session: s, neighbours: n },
-                recent: None,
+                ..d
             };
             configs.push(Config {
                 label: format!("hybrid, lexical weight {w}, context {s}/{n}"),

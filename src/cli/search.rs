@@ -56,6 +56,11 @@ pub struct SearchArgs {
     /// Half-life of `--recent`, in days.
     #[arg(long, default_value_t = 30.0, requires = "recent")]
     pub half_life: f32,
+    /// Match words in the query's own language only: no translation through the built-in
+    /// glossary (by default an English word also matches its Chinese, Japanese and Korean
+    /// forms, and the reverse, at 0.75 of a match of the word itself).
+    #[arg(long)]
+    pub no_translate: bool,
     /// List sessions instead of messages: each session ranked by its best hit among the best
     /// 100 hits (ten per session asked, when more), with its best three; `--limit` counts
     /// sessions.
@@ -85,6 +90,9 @@ impl SearchArgs {
         query.filter = filter;
         query.mode = Some(self.mode);
         query.limit = self.limit;
+        if self.no_translate {
+            query.ranking.translation = 0.0;
+        }
         if self.recent {
             query.ranking.recent = Some(Recency { half_life_days: self.half_life, ..Recency::default() });
         }

@@ -73,7 +73,14 @@ impl<'c> SearchBuilder<'c> {
         self.query.ranking.recent = Some(recency);
         self
     }
-    /// Replaces the whole ranking (fusion, context, recency).
+    /// How much a match of the query's words written in another language counts
+    /// ([`Ranking::translation`]; 0 turns translation off). Default:
+    /// [`crate::DEFAULT_TRANSLATION`].
+    pub fn translation(mut self, weight: f32) -> Self {
+        self.query.ranking.translation = weight;
+        self
+    }
+    /// Replaces the whole ranking (fusion, context, recency, translation).
     pub fn ranking(mut self, ranking: Ranking) -> Self {
         self.query.ranking = ranking;
         self
@@ -191,7 +198,7 @@ impl<'c> SearchBuilder<'c> {
         let route = RouteOverride { exact: self.exact, ef: self.ef };
         let (pool, plan, snapshot) = coll.pool(&self.query, mode, vector.as_deref(), route)?;
         let ranked = fuse::rank(vec![pool], mode, &self.query.ranking);
-        let terms = crate::lexical::LexicalQuery::parse(&self.query.text).terms();
+        let terms = crate::lexical::highlight_terms(&self.query.text, self.query.ranking.translation);
         let hits = shown(ranked, self.query.limit, std::slice::from_ref(&snapshot))?
             .into_iter()
             .map(|(r, doc)| hit(r, doc, mode, &self.query, &terms, plan))
@@ -348,7 +355,12 @@ impl Collection {
                 ));
             };
             let lq = crate::lexical::LexicalQuery::parse(&query.text);
-            (lexical, pool.lexical) = l.search(&lq, cands.clone().map(std::sync::Arc::new), want)?;
+            let translations = match query.ranking.translation {
+                w if w > 0.0 => crate::lexical::glossary::translations(&query.text),
+                _ => Vec::new(),
+            };
+            let allowed = cands.clone().map(std::sync::Arc::new);
+            (lexical, pool.lexical) = l.search(&lq, &translations, query.ranking.translation, allowed, want)?;
         }
         // Every candidate is scored on both signals in hybrid mode: the exact cosine of the
         // documents only the lexical list found.

@@ -3,6 +3,7 @@
 //! reflects; deletes remove the document's terms). The tokenizer and the query parser are the
 //! pure [`tokenize`] module.
 
+pub(crate) mod glossary;
 pub mod tokenize;
 
 use std::path::Path;
@@ -19,6 +20,20 @@ pub use tokenize::{LexicalQuery, MAX_CLAUSES, analyze, snippet, tokens};
 use tokenize::{TOKENIZER, analyzer};
 
 use crate::search::LexicalScale;
+
+/// The terms a hit's snippet marks: the query's own and, when translation is on
+/// ([`crate::Ranking::translation`]), those of its translations.
+pub(crate) fn highlight_terms(text: &str, translation: f32) -> Vec<String> {
+    let mut terms = LexicalQuery::parse(text).terms();
+    if translation > 0.0 {
+        for t in glossary::translations(text) {
+            terms.extend(t.terms());
+        }
+    }
+    terms.sort_unstable();
+    terms.dedup();
+    terms
+}
 
 /// Bumped when the schema or the tokenizer changes: an index of another version is rebuilt.
 const FORMAT: &str = "lexical-1";
@@ -234,16 +249,69 @@ impl Lexical {
     }
 
     /// The best `limit` documents for `q` among `allowed` (all when `None`): `(id, BM25)`, and
-    /// the query's [`LexicalScale`].
+    /// the query's [`LexicalScale`]. Each of `translations` (the query in other languages, see
+    /// [`glossary`]) is scored apart: a document it matches counts `weight` times its share of
+    /// the translation, written as the BM25 that share of `q` would score; a document keeps its
+    /// best. The first hits do not depend on `limit` (a document in the top `limit` of the
+    /// merged list is in the top `limit` of the list that gave it its score).
     pub(crate) fn search(
         &self,
         q: &LexicalQuery,
+        translations: &[LexicalQuery],
+        weight: f32,
         allowed: Option<Arc<DocSet>>,
         limit: usize,
     ) -> Result<(Vec<(u64, f32)>, LexicalScale)> {
         if q.is_empty() || limit == 0 {
             return Ok((Vec::new(), LexicalScale::default()));
         }
+        let searcher = self.reader.searcher();
+        let scale = self.scale(&searcher, q)?;
+        let mut out = self.run(&searcher, q, allowed.clone(), limit)?;
+        if weight > 0.0 && scale.reference > 0.0 && !translations.is_empty() {
+            let mut best: std::collections::HashMap<u64, f32> = out.iter().copied().collect();
+            for t in translations.iter().filter(|t| !t.is_empty()) {
+                // A translation none of whose words this index holds (Korean words in an
+                // English collection) finds nothing new: skipped without a search.
+                if !self.holds_any(&searcher, t.groups.iter().flatten().flatten())? {
+                    continue;
+                }
+                let ts = self.scale(&searcher, t)?;
+                if ts.reference <= 0.0 {
+                    continue;
+                }
+                for (id, bm25) in self.run(&searcher, t, allowed.clone(), limit)? {
+                    let as_query = weight * bm25.max(ts.required) / ts.reference * scale.reference;
+                    let slot = best.entry(id).or_insert(as_query);
+                    *slot = slot.max(as_query);
+                }
+            }
+            out = best.into_iter().collect();
+            out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            out.truncate(limit);
+        }
+        Ok((out, scale))
+    }
+
+    /// Whether any of `terms` occurs in the index.
+    fn holds_any<'a>(&self, searcher: &tantivy::Searcher, terms: impl Iterator<Item = &'a String>) -> Result<bool> {
+        for t in terms {
+            let df = searcher.doc_freq(&Term::from_field_text(self.text, t)).map_err(|e| tantivy_err(self.dir(), e))?;
+            if df > 0 {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The best `limit` documents for one query: `(id, BM25)`.
+    fn run(
+        &self,
+        searcher: &tantivy::Searcher,
+        q: &LexicalQuery,
+        allowed: Option<Arc<DocSet>>,
+        limit: usize,
+    ) -> Result<Vec<(u64, f32)>> {
         let term = |t: &str| Term::from_field_text(self.text, t);
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for p in &q.phrases {
@@ -260,12 +328,11 @@ impl Lexical {
         for t in &q.required {
             clauses.push((Occur::Must, Box::new(TermQuery::new(term(t), IndexRecordOption::WithFreqs))));
         }
-        for t in &q.optional {
+        let grouped = q.groups.iter().flatten().flatten();
+        for t in q.optional.iter().chain(grouped) {
             clauses.push((Occur::Should, Box::new(TermQuery::new(term(t), IndexRecordOption::WithFreqs))));
         }
         let query = BooleanQuery::new(clauses);
-        let searcher = self.reader.searcher();
-        let scale = self.scale(&searcher, q)?;
         // tantivy allocates for `limit` hits up front: never more than there are documents.
         let limit = limit.min(searcher.num_docs().max(1) as usize);
         let top = TopDocs::with_limit(limit).order_by_score();
@@ -296,7 +363,7 @@ impl Lexical {
                 out.push((id, score));
             }
         }
-        Ok((out, scale))
+        Ok(out)
     }
 
     /// The query's [`LexicalScale`]: IDF (BM25's, `ln(1 + (N − n + 0.5) / (n + 0.5))`) summed over its
@@ -326,6 +393,16 @@ impl Lexical {
         }
         for t in &q.optional {
             scale.reference += idf(t)?;
+        }
+        // A translated concept counts once: the mean over its forms of what a form scores.
+        for group in q.groups.iter().filter(|g| !g.is_empty()) {
+            let mut sum = 0.0;
+            for form in group {
+                for t in form {
+                    sum += idf(t)?;
+                }
+            }
+            scale.reference += sum / group.len() as f32;
         }
         scale.reference += scale.required;
         Ok(scale)

@@ -205,6 +205,11 @@ pub struct LexicalQuery {
     pub required: Vec<String>,
     /// Other terms, ranked by BM25.
     pub optional: Vec<String>,
+    /// Concepts of a translated query (the query in another language, see
+    /// [`crate::Ranking::translation`]): each matches through any of its forms (a form: terms,
+    /// all optional), ranked by BM25 like [`Self::optional`] and counted once each in the
+    /// query's scale. Empty in a parsed query.
+    pub groups: Vec<Vec<Vec<String>>>,
 }
 
 impl LexicalQuery {
@@ -281,12 +286,17 @@ impl LexicalQuery {
 
     /// Nothing to search for.
     pub fn is_empty(&self) -> bool {
-        self.phrases.is_empty() && self.identifiers.is_empty() && self.required.is_empty() && self.optional.is_empty()
+        self.phrases.is_empty()
+            && self.identifiers.is_empty()
+            && self.required.is_empty()
+            && self.optional.is_empty()
+            && self.groups.is_empty()
     }
 
     /// Every analyzed term, for highlighting.
     pub fn terms(&self) -> Vec<String> {
         let mut t: Vec<String> = self.required.iter().chain(&self.optional).cloned().collect();
+        t.extend(self.groups.iter().flatten().flatten().cloned());
         t.extend(self.phrases.iter().flatten().map(|(_, s)| s.clone()));
         for (whole, parts) in &self.identifiers {
             t.push(whole.clone());

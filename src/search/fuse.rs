@@ -120,9 +120,9 @@ impl Default for Recency {
     }
 }
 
-/// How a search orders its hits: fusion, context, recency. Default: [`Fusion::default`],
-/// [`Context::default`], no recency.
-#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+/// How a search orders its hits: fusion, context, recency, translation. Default:
+/// [`Fusion::default`], [`Context::default`], no recency, [`DEFAULT_TRANSLATION`].
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Ranking {
     /// How hybrid search merges the two signals.
     pub fusion: Fusion,
@@ -130,6 +130,32 @@ pub struct Ranking {
     pub context: Context,
     /// Prefer newer sessions (`None`: age does not matter).
     pub recent: Option<Recency>,
+    /// How much a document counts that matches the query's words written in another language
+    /// (English, Chinese, Japanese, Korean; through a built-in glossary of the vocabulary of
+    /// software work), as a share of the same match of the query's own words: 0 turns
+    /// translation off, 1 counts it alike. Lexical and hybrid search. Default:
+    /// [`DEFAULT_TRANSLATION`].
+    #[serde(default = "default_translation")]
+    pub translation: f32,
+}
+
+impl Default for Ranking {
+    fn default() -> Self {
+        Ranking {
+            fusion: Fusion::default(),
+            context: Context::default(),
+            recent: None,
+            translation: DEFAULT_TRANSLATION,
+        }
+    }
+}
+
+/// The default [`Ranking::translation`], chosen on the development halves (README, «How
+/// results are ranked»).
+pub const DEFAULT_TRANSLATION: f32 = 0.75;
+
+fn default_translation() -> f32 {
+    DEFAULT_TRANSLATION
 }
 
 /// Which signals matched a hit, and how: the raw values, their calibrated forms, and what
@@ -490,8 +516,12 @@ mod tests {
         r.iter().map(label).collect()
     }
 
-    const NO_CONTEXT: Ranking =
-        Ranking { fusion: Fusion::Calibrated { lexical_weight: 16.0 }, context: Context::NONE, recent: None };
+    const NO_CONTEXT: Ranking = Ranking {
+        fusion: Fusion::Calibrated { lexical_weight: 16.0 },
+        context: Context::NONE,
+        recent: None,
+        translation: 0.0,
+    };
 
     #[test]
     fn each_mode_ranks_by_its_calibrated_signal() {

@@ -11,7 +11,7 @@ pub mod query;
 
 use crate::doc::Document;
 pub(crate) use fuse::{Background, LexicalScale};
-pub use fuse::{Context, Fusion, POOL_DEPTH, Ranking, Recency, Signals};
+pub use fuse::{Context, DEFAULT_TRANSLATION, Fusion, POOL_DEPTH, Ranking, Recency, Signals};
 pub use plan::{Plan, PlanPath};
 pub use query::{Filter, MAX_LIMIT, MAX_QUERY_BYTES, Query, SearchMode};
 

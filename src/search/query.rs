@@ -189,6 +189,9 @@ pub(crate) fn validate_ranking(r: &Ranking) -> Result<()> {
             return bad(what, v, "within 0..=10");
         }
     }
+    if !(0.0..=10.0).contains(&r.translation) {
+        return bad("the translation weight", r.translation, "within 0..=10");
+    }
     if let Some(rec) = r.recent {
         if !(rec.half_life_days > 0.0 && rec.half_life_days.is_finite()) {
             return bad("the recency half-life (days)", rec.half_life_days, "above 0");

@@ -99,6 +99,12 @@ fn commands_json_exit_codes_and_forget() {
         assert!(hits.iter().all(|h| h["session"] == s["session"] && h["project"] == s["project"]), "{s}");
     }
     assert_ne!(sessions.first().map(|s| &s["session"]), sessions.get(1).map(|s| &s["session"]));
+    // Words in Chinese find the English conversation through the glossary, unless told not to.
+    let words = ["search", "备份存储", "--mode", "lexical", "--project", "team", "--json"];
+    let hits = cli.json(&words);
+    assert_eq!(hits.as_array().and_then(|h| h.first()).map(|h| &h["session"]), Some(&Value::from("standup-1")));
+    let own = cli.json(&[&words[..], &["--no-translate"]].concat());
+    assert_eq!(own.as_array().map(Vec::len), Some(0), "{own}");
 
     // Completions; usage errors exit 2, other errors 1 with one `error:` line and a hint.
     let out = cli.run(&["completions", "bash"]);

@@ -472,3 +472,41 @@ fn graph_is_loaded_only_when_vectors_are_needed() {
     assert!(matches!(walked.plan.path, PlanPath::Graph { .. }), "{:?}", walked.plan.path);
     assert_eq!(walked.first().map(|h| h.doc.id), first.first().map(|h| h.doc.id));
 }
+
+/// Words in one language find a message in another through the glossary
+/// ([`convdex::Ranking::translation`]), in lexical search (no meaning signal: the hash
+/// embedder knows none) and both ways; with translation off they do not.
+#[test]
+fn words_find_a_message_written_in_another_language() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let coll = index.collection("t", "p").unwrap();
+    const EN: &str = "please push the config folder to my git repository tonight";
+    const ZH: &str = "数据库迁移失败了，先回滚再看日志";
+    coll.add(&[
+        doc("en", 0, EN, &[], 0),
+        doc("en", 1, "the weather was lovely", &[], 1),
+        doc("zh", 0, ZH, &[], 2),
+        doc("zh", 1, "今天天气不错", &[], 3),
+    ])
+    .unwrap();
+    let top = |q: &str, w: f32, limit: usize| -> Vec<String> {
+        let hits = coll.search(q).mode(SearchMode::Lexical).translation(w).limit(limit).run().unwrap();
+        hits.iter().map(|h| h.doc.content.clone()).collect()
+    };
+    assert_eq!(top("把配置目录推送到仓库", convdex::DEFAULT_TRANSLATION, 10), [EN]);
+    assert!(top("把配置目录推送到仓库", 0.0, 10).is_empty(), "no Chinese word in an English message");
+    // The snippet marks the words that matched in the message's language.
+    let hits = coll.search("把配置目录推送到仓库").mode(SearchMode::Lexical).run().unwrap();
+    let snippet = hits.first().and_then(|h| h.snippet.clone()).unwrap_or_default();
+    assert!(snippet.contains("[push]") && snippet.contains("[repository]"), "{snippet}");
+    assert_eq!(top("why did the database migration fail", convdex::DEFAULT_TRANSLATION, 10)[0], ZH);
+    assert!(!top("why did the database migration fail", 0.0, 10).iter().any(|c| c == ZH));
+    // Its own language's match is not diluted: a Chinese question still ranks the Chinese
+    // message first, and the first hit does not depend on the limit.
+    let own = top("数据库迁移 log", convdex::DEFAULT_TRANSLATION, 10);
+    assert_eq!(own[0], ZH);
+    assert_eq!(top("数据库迁移 log", convdex::DEFAULT_TRANSLATION, 1), own[..1]);
+    let bad = coll.search("x").translation(-1.0).run();
+    assert!(matches!(bad, Err(Error::InvalidArgument(m)) if m.contains("translation")));
+}

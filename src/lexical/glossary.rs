@@ -1,0 +1,226 @@
+//! The query in other languages (pure: text in, queries out). Words match only words of the
+//! same language, so a Chinese question about an English session finds it by meaning alone.
+//! [`translations`] looks the query's words up in a small glossary of the vocabulary of
+//! software work (`glossary.tsv`: English, Chinese, Japanese and Korean, one concept per line)
+//! and writes the query once per other language: the words it found, in that language, each
+//! concept matching through any of its forms ([`LexicalQuery::groups`]), plus the query's words
+//! the glossary does not know and that are not Chinese, Japanese or Korean (identifiers, names,
+//! English words, which other documents may share). The lexical index scores each translation
+//! apart and keeps a document's best share of a query (see [`crate::Ranking::translation`]).
+//!
+//! A Chinese, Japanese or Korean form matches where the query contains it (forms of fewer than
+//! two characters are left out: too ambiguous); an English form matches as stemmed words in a
+//! row. Where forms overlap, the longest wins (`环境变量` is one concept, not `环境` and more).
+//! A query with a quoted phrase is not translated: its words were asked for exactly.
+
+use std::sync::OnceLock;
+
+use super::tokenize::{LexicalQuery, MAX_CLAUSES, analyze, is_cjk};
+
+/// The languages of the glossary, in its column order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lang {
+    English,
+    Chinese,
+    Japanese,
+    Korean,
+}
+
+const LANGS: [Lang; 4] = [Lang::English, Lang::Chinese, Lang::Japanese, Lang::Korean];
+
+/// One concept: its forms per language (each form as analyzed terms), and for the Chinese,
+/// Japanese and Korean forms their text (matched as a substring of the query).
+#[derive(Debug, Default)]
+struct Concept {
+    forms: [Vec<Vec<String>>; 4],
+    cjk_text: [Vec<String>; 4],
+}
+
+fn glossary() -> &'static [Concept] {
+    static GLOSSARY: OnceLock<Vec<Concept>> = OnceLock::new();
+    GLOSSARY.get_or_init(|| parse(include_str!("glossary.tsv")))
+}
+
+/// Terms of one form: its analyzed single-position tokens (an identifier's parts, not the whole).
+fn terms(form: &str) -> Vec<String> {
+    analyze(form).into_iter().filter(|t| t.position_length == 1).map(|t| t.text).collect()
+}
+
+fn parse(tsv: &str) -> Vec<Concept> {
+    let mut out = Vec::new();
+    for line in tsv.lines().map(str::trim_end).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let mut c = Concept::default();
+        for (k, cell) in line.split('\t').take(LANGS.len()).enumerate() {
+            for form in cell.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+                let cjk = form.chars().any(is_cjk);
+                if cjk && form.chars().filter(|&ch| is_cjk(ch)).count() < 2 {
+                    continue;
+                }
+                let t = terms(form);
+                if t.is_empty() {
+                    continue;
+                }
+                if cjk {
+                    c.cjk_text[k].push(form.to_string());
+                }
+                c.forms[k].push(t);
+            }
+        }
+        if c.forms.iter().filter(|f| !f.is_empty()).count() >= 2 {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A match of a concept in the query: which concept, in which language, over which span
+/// (bytes of the text for a Chinese, Japanese or Korean form; token positions for English).
+struct Found {
+    concept: usize,
+    lang: usize,
+    span: (usize, usize),
+    len: usize,
+}
+
+/// The query written in each other language it has glossary words for; empty when the glossary
+/// knows none of its words or the query quotes a phrase.
+pub(crate) fn translations(text: &str) -> Vec<LexicalQuery> {
+    if text.contains('"') {
+        return Vec::new();
+    }
+    let glossary = glossary();
+    let lower = text.to_lowercase();
+    let words: Vec<_> = analyze(text).into_iter().filter(|t| t.position_length == 1).collect();
+    let mut found: Vec<Found> = Vec::new();
+    for (ci, c) in glossary.iter().enumerate() {
+        for (li, forms) in c.forms.iter().enumerate() {
+            if LANGS[li] == Lang::English {
+                for f in forms {
+                    for start in 0..words.len().saturating_sub(f.len() - 1) {
+                        if words[start..start + f.len()].iter().zip(f).all(|(w, t)| w.text == *t) {
+                            let span = (words[start].offset_from, words[start + f.len() - 1].offset_to);
+                            found.push(Found { concept: ci, lang: li, span, len: span.1 - span.0 });
+                        }
+                    }
+                }
+            } else {
+                for form in &c.cjk_text[li] {
+                    for (at, _) in lower.match_indices(form.as_str()) {
+                        found.push(Found { concept: ci, lang: li, span: (at, at + form.len()), len: form.len() });
+                    }
+                }
+            }
+        }
+    }
+    // Longest first; a match inside a longer one's span is dropped (the same form in two
+    // languages, kanji shared by Chinese and Japanese, counts for both).
+    found.sort_by(|a, b| b.len.cmp(&a.len).then(a.span.cmp(&b.span)).then(a.concept.cmp(&b.concept)));
+    let mut kept: Vec<Found> = Vec::new();
+    for f in found {
+        let inside = kept
+            .iter()
+            .any(|k| k.concept != f.concept && k.span.0 <= f.span.0 && f.span.1 <= k.span.1 && k.len > f.len);
+        if !inside {
+            kept.push(f);
+        }
+    }
+    if kept.is_empty() {
+        return Vec::new();
+    }
+    // What stays in every translation: the text without its glossary words and without
+    // Chinese, Japanese and Korean characters.
+    let mut rest: Vec<char> = Vec::with_capacity(text.len());
+    for (i, ch) in text.char_indices() {
+        let matched = kept.iter().any(|k| k.span.0 <= i && i < k.span.1);
+        rest.push(if matched || is_cjk(ch) { ' ' } else { ch });
+    }
+    let rest: String = rest.into_iter().collect();
+    let mut out = Vec::new();
+    for (li, _) in LANGS.iter().enumerate() {
+        let mut concepts: Vec<usize> = kept.iter().filter(|k| k.lang != li).map(|k| k.concept).collect();
+        concepts.sort_unstable();
+        concepts.dedup();
+        concepts.retain(|&c| !glossary[c].forms[li].is_empty());
+        if concepts.is_empty() {
+            continue;
+        }
+        let mut q = LexicalQuery::parse(&rest);
+        let mut budget = MAX_CLAUSES.saturating_sub(q.optional.len());
+        for c in concepts {
+            let group: Vec<Vec<String>> = glossary[c].forms[li].clone();
+            let size: usize = group.iter().map(Vec::len).sum();
+            if size > budget {
+                break;
+            }
+            budget -= size;
+            q.groups.push(group);
+        }
+        if !q.groups.is_empty() {
+            out.push(q);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group_terms(q: &LexicalQuery) -> Vec<String> {
+        q.groups.iter().flatten().flatten().cloned().collect()
+    }
+
+    #[test]
+    fn every_line_of_the_glossary_is_a_concept_in_two_languages_at_least() {
+        let tsv = include_str!("glossary.tsv");
+        let lines = tsv.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).count();
+        assert_eq!(glossary().len(), lines, "a line with fewer than two usable languages");
+        for l in tsv.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
+            assert_eq!(l.split('\t').count(), 4, "four tab-separated columns: {l}");
+        }
+    }
+
+    #[test]
+    fn a_chinese_question_is_asked_in_english_too_with_its_identifiers() {
+        let t = translations("把 .claude 目录推送到 GitHub 仓库");
+        let english = t.iter().find(|q| group_terms(q).contains(&"push".to_string())).expect("an English translation");
+        let words = group_terms(english);
+        for w in ["directori", "folder", "push", "repositori", "repo"] {
+            assert!(words.contains(&w.to_string()), "{w} in {words:?}");
+        }
+        assert!(english.identifiers.iter().any(|(w, _)| w == "claude") || english.optional.contains(&"claud".into()));
+        assert!(english.optional.contains(&"github".to_string()), "{:?}", english.optional);
+        assert!(!words.iter().chain(&english.optional).any(|w| w.chars().any(is_cjk)), "no Chinese left: {words:?}");
+        // Japanese and Korean too: the same concepts in their words.
+        assert_eq!(t.len(), 3, "English, Japanese, Korean");
+    }
+
+    #[test]
+    fn an_english_question_is_asked_in_chinese_japanese_and_korean() {
+        let t = translations("pin the database migration to one branch");
+        assert_eq!(t.len(), 3);
+        let all: Vec<String> = t.iter().flat_map(group_terms).collect();
+        for w in ["数据", "据库", "迁移", "分支", "ブラ", "데이", "브랜"] {
+            assert!(all.iter().any(|x| x == w), "{w} in {all:?}");
+        }
+        // The words the glossary does not know stay, for documents that share them.
+        assert!(t.iter().all(|q| q.optional.contains(&"pin".to_string())));
+    }
+
+    #[test]
+    fn the_longest_form_wins_and_a_single_character_never_matches() {
+        let t = translations("设置环境变量");
+        let all: Vec<String> = t.iter().flat_map(group_terms).collect();
+        assert!(all.contains(&"variabl".to_string()), "{all:?}");
+        assert!(!t.iter().any(|q| q.groups.iter().any(|g| g == &vec![vec!["environ".to_string()]])), "{all:?}");
+        // `行` (row, line) is one character: left out of the glossary's forms.
+        assert!(translations("第三行").is_empty());
+    }
+
+    #[test]
+    fn quoted_or_unknown_queries_are_not_translated() {
+        assert!(translations("\"数据库\" 迁移").is_empty());
+        assert!(translations("xyzzy plugh").is_empty());
+        assert!(translations("").is_empty());
+    }
+}
