@@ -89,7 +89,6 @@ pub(crate) fn translations(text: &str) -> Vec<LexicalQuery> {
         return Vec::new();
     }
     let glossary = glossary();
-    let lower = text.to_lowercase();
     let words: Vec<_> = analyze(text).into_iter().filter(|t| t.position_length == 1).collect();
     let mut found: Vec<Found> = Vec::new();
     for (ci, c) in glossary.iter().enumerate() {
@@ -105,7 +104,9 @@ pub(crate) fn translations(text: &str) -> Vec<LexicalQuery> {
                 }
             } else {
                 for form in &c.cjk_text[li] {
-                    for (at, _) in lower.match_indices(form.as_str()) {
+                    // Chinese, Japanese and Korean have no case: the text as it is, so the
+                    // spans are the text's own (lower-casing may change byte lengths).
+                    for (at, _) in text.match_indices(form.as_str()) {
                         found.push(Found { concept: ci, lang: li, span: (at, at + form.len()), len: form.len() });
                     }
                 }
@@ -215,6 +216,30 @@ mod tests {
         assert!(!t.iter().any(|q| q.groups.iter().any(|g| g == &vec![vec!["environ".to_string()]])), "{all:?}");
         // `行` (row, line) is one character: left out of the glossary's forms.
         assert!(translations("第三行").is_empty());
+    }
+
+    proptest::proptest! {
+        /// Any text: no panic, every translation has a concept and stays within the clause
+        /// budget, and no Chinese, Japanese or Korean word of the text survives outside the
+        /// translated concepts.
+        #[test]
+        fn any_text_translates_without_panic(text in "(\\PC|[目录推送仓库数据库迁移İßﬁ ]|push|repo|\\.claude){0,40}") {
+            for q in translations(&text) {
+                proptest::prop_assert!(!q.groups.is_empty());
+                let terms: usize = q.optional.len() + q.groups.iter().flatten().map(Vec::len).sum::<usize>();
+                proptest::prop_assert!(terms <= MAX_CLAUSES * 2, "{terms}");
+                proptest::prop_assert!(!q.optional.iter().any(|w| w.chars().any(is_cjk)), "{:?}", q.optional);
+            }
+        }
+    }
+
+    #[test]
+    fn a_capital_that_lowercases_longer_does_not_shift_the_spans() {
+        // `İ` is two bytes and lower-cases to three: the span of `目录` must be the text's, or
+        // it would cover part of the name after it.
+        let t = translations("İİİİ 目录 GitHub");
+        let en = t.iter().find(|q| group_terms(q).contains(&"directori".to_string())).expect("translated");
+        assert!(en.optional.contains(&"github".to_string()), "{:?}", en.optional);
     }
 
     #[test]
