@@ -129,13 +129,16 @@ impl Index {
         if text.split_whitespace().count() < options.min_words.max(1) {
             return Ok(Vec::new());
         }
-        let query = Query {
+        let mut query = Query {
             text: text.to_string(),
             filter: Filter { until: options.until, ..Filter::default() },
             mode: Some(options.mode),
             limit: RECALL_POOL.max(options.limit),
             ..Query::new("")
         };
+        // The prompt's own words only: what is shown unasked must share words with the prompt
+        // (`min_shared_terms`), and its bar was measured without translation.
+        query.ranking.translation = 0.0;
         let c = self.collection(&info.tenant, &info.project)?;
         let hits = c.query(&query)?.hits.into_iter().map(|hit| ProjectHit { project: info.project.clone(), hit });
         let mut out: Vec<ProjectHit> = Vec::new();
