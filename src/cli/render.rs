@@ -44,7 +44,7 @@ pub fn hit_json(project: &str, h: &Hit) -> Value {
         "files": h.doc.files_discussed.iter().map(|f| &f.path).collect::<Vec<_>>(),
         "signals": {
             "semantic": h.signals.semantic, "semantic_rank": h.signals.semantic_rank,
-            "lexical": h.signals.lexical, "lexical_rank": h.signals.lexical_rank,
+            "lexical": h.signals.lexical, "lexical_rank": h.signals.lexical_rank, "translated": h.signals.translated,
             "semantic_z": h.signals.semantic_z, "lexical_share": h.signals.lexical_share,
             "context": h.signals.context, "recency": h.signals.recency,
         },
@@ -55,9 +55,11 @@ pub fn hit_json(project: &str, h: &Hit) -> Value {
 
 /// Which signals found a hit, in words, and how many identical messages were folded into it.
 pub fn matched(h: &Hit) -> String {
-    let how = match (h.signals.semantic_rank.is_some(), h.signals.lexical.is_some()) {
-        (true, true) => "meaning+words",
-        (false, true) => "words",
+    let how = match (h.signals.semantic_rank.is_some(), h.signals.lexical.is_some(), h.signals.translated) {
+        (true, true, false) => "meaning+words",
+        (true, true, true) => "meaning+words (translated)",
+        (false, true, false) => "words",
+        (false, true, true) => "words (translated)",
         _ => "meaning",
     };
     match h.folded {

@@ -346,7 +346,7 @@ impl Collection {
             semantic.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             pool.background = ann.background(q, fuse::BACKGROUND_SAMPLE);
         }
-        let mut lexical: Vec<(u64, f32)> = Vec::new();
+        let mut lexical: Vec<crate::lexical::LexicalHit> = Vec::new();
         if mode != SearchMode::Semantic {
             let Some(l) = &self.lexical else {
                 return Err(Error::InvalidArgument(
@@ -374,8 +374,8 @@ impl Collection {
             }
             _ => Default::default(),
         };
-        let lex_rank: std::collections::HashMap<u64, (usize, f32)> =
-            lexical.iter().enumerate().map(|(r, &(d, s))| (d, (r + 1, s))).collect();
+        let lex_rank: std::collections::HashMap<u64, (usize, f32, bool)> =
+            lexical.iter().enumerate().map(|(r, &(d, s, t))| (d, (r + 1, s, t))).collect();
         let ranking = tx.open_table(RANKING)?;
         let mut push = |doc: u64, cos: Option<(f32, u32)>, sem_rank: Option<usize>| -> Result<()> {
             // An index may run ahead of this read snapshot; such candidates are skipped.
@@ -385,6 +385,7 @@ impl Collection {
                 semantic_rank: sem_rank,
                 lexical: lex_rank.get(&doc).map(|x| x.1),
                 lexical_rank: lex_rank.get(&doc).map(|x| x.0),
+                translated: lex_rank.get(&doc).is_some_and(|x| x.2),
                 ..Default::default()
             };
             pool.candidates.push(fuse::Candidate { id: doc, fields, chunk: cos.map_or(0, |c| c.1), signals });

@@ -35,6 +35,11 @@ pub(crate) fn highlight_terms(text: &str, translation: f32) -> Vec<String> {
     terms
 }
 
+/// A document a lexical search found: its id, its BM25 (for a match through a translation,
+/// what that share of the query's own words would score) and whether it matched through a
+/// translation.
+pub(crate) type LexicalHit = (u64, f32, bool);
+
 /// Bumped when the schema or the tokenizer changes: an index of another version is rebuilt.
 const FORMAT: &str = "lexical-1";
 
@@ -248,8 +253,8 @@ impl Lexical {
         Ok(out)
     }
 
-    /// The best `limit` documents for `q` among `allowed` (all when `None`): `(id, BM25)`, and
-    /// the query's [`LexicalScale`]. Each of `translations` (the query in other languages, see
+    /// The best `limit` documents for `q` among `allowed` (all when `None`): `(id, BM25,
+    /// through a translation)`, and the query's [`LexicalScale`]. Each of `translations` (the query in other languages, see
     /// [`glossary`]) is scored apart: a document it matches counts `weight` times its share of
     /// the translation, written as the BM25 that share of `q` would score; a document keeps its
     /// best. The first hits do not depend on `limit` (a document in the top `limit` of the
@@ -261,15 +266,17 @@ impl Lexical {
         weight: f32,
         allowed: Option<Arc<DocSet>>,
         limit: usize,
-    ) -> Result<(Vec<(u64, f32)>, LexicalScale)> {
+    ) -> Result<(Vec<LexicalHit>, LexicalScale)> {
         if q.is_empty() || limit == 0 {
             return Ok((Vec::new(), LexicalScale::default()));
         }
         let searcher = self.reader.searcher();
         let scale = self.scale(&searcher, q)?;
-        let mut out = self.run(&searcher, q, allowed.clone(), limit)?;
+        let mut out: Vec<LexicalHit> =
+            self.run(&searcher, q, allowed.clone(), limit)?.into_iter().map(|(d, s)| (d, s, false)).collect();
         if weight > 0.0 && scale.reference > 0.0 && !translations.is_empty() {
-            let mut best: std::collections::HashMap<u64, f32> = out.iter().copied().collect();
+            let mut best: std::collections::HashMap<u64, (f32, bool)> =
+                out.iter().map(|&(d, s, t)| (d, (s, t))).collect();
             for t in translations.iter().filter(|t| !t.is_empty()) {
                 // A translation none of whose words this index holds (Korean words in an
                 // English collection) finds nothing new: skipped without a search.
@@ -282,11 +289,13 @@ impl Lexical {
                 }
                 for (id, bm25) in self.run(&searcher, t, allowed.clone(), limit)? {
                     let as_query = weight * bm25.max(ts.required) / ts.reference * scale.reference;
-                    let slot = best.entry(id).or_insert(as_query);
-                    *slot = slot.max(as_query);
+                    let slot = best.entry(id).or_insert((as_query, true));
+                    if as_query > slot.0 {
+                        *slot = (as_query, true);
+                    }
                 }
             }
-            out = best.into_iter().collect();
+            out = best.into_iter().map(|(d, (s, t))| (d, s, t)).collect();
             out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             out.truncate(limit);
         }

@@ -170,6 +170,10 @@ pub struct Signals {
     pub lexical: Option<f32>,
     /// 1-based rank in its collection's lexical list.
     pub lexical_rank: Option<usize>,
+    /// The words matched were the query's in another language (see [`Ranking::translation`]):
+    /// `lexical` is the BM25 that share of the query's own words would score.
+    #[serde(default)]
+    pub translated: bool,
     /// The cosine's distance above the background, in standard deviations.
     pub semantic_z: Option<f32>,
     /// BM25 over the query's reference: the share of the query matched (1 ≈ every term once).

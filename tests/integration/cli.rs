@@ -103,6 +103,7 @@ fn commands_json_exit_codes_and_forget() {
     let words = ["search", "备份存储", "--mode", "lexical", "--project", "team", "--json"];
     let hits = cli.json(&words);
     assert_eq!(hits.as_array().and_then(|h| h.first()).map(|h| &h["session"]), Some(&Value::from("standup-1")));
+    assert_eq!(hits[0]["signals"]["translated"], true, "{hits}");
     let own = cli.json(&[&words[..], &["--no-translate"]].concat());
     assert_eq!(own.as_array().map(Vec::len), Some(0), "{own}");
 

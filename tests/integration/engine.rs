@@ -500,6 +500,9 @@ fn words_find_a_message_written_in_another_language() {
     let hits = coll.search("把配置目录推送到仓库").mode(SearchMode::Lexical).run().unwrap();
     let snippet = hits.first().and_then(|h| h.snippet.clone()).unwrap_or_default();
     assert!(snippet.contains("[push]") && snippet.contains("[repository]"), "{snippet}");
+    assert!(hits.first().is_some_and(|h| h.signals.translated), "the hit says it matched through a translation");
+    let own = coll.search("push the folder").mode(SearchMode::Lexical).run().unwrap();
+    assert!(own.first().is_some_and(|h| h.doc.content == EN && !h.signals.translated));
     assert_eq!(top("why did the database migration fail", convdex::DEFAULT_TRANSLATION, 10)[0], ZH);
     assert!(!top("why did the database migration fail", 0.0, 10).iter().any(|c| c == ZH));
     // Its own language's match is not diluted: a Chinese question still ranks the Chinese
