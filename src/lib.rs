@@ -115,7 +115,7 @@ pub use index::recall::{DEFAULT_RECALL_RELEVANCE, RecallOptions, count_tokens};
 pub use index::repair::{RepairReport, SET_ASIDE, SetAside};
 pub use index::sessions::{SESSION_HITS, SESSION_POOL, SessionFound, group_sessions, pool_query};
 pub use index::warm::{Answered, WARM_ANSWER_WAIT, WarmExit, WarmOptions};
-pub use index::{CollectionInfo, Index, Opened, Options, Skipped, collection_name, validate_name};
+pub use index::{CollectionInfo, GLOSSARY_FILE, Index, Opened, Options, Skipped, collection_name, validate_name};
 pub use indexer::import::{
     ImportReport, conversations_without_answering, import_conversations, read_conversation, refresh_answering,
     refresh_answering_all,
@@ -127,6 +127,7 @@ pub use indexer::{
     index_paths_with_progress,
 };
 pub use ingest::layout::{Agent, default_history, default_sources, encode_project_dir};
+pub use lexical::{Glossary, GlossarySkip};
 pub use search::{
     Context, DEFAULT_TRANSLATION, Filter, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES, POOL_DEPTH, Plan, PlanPath,
     Query, Ranking, Recency, SearchMode, Signals,

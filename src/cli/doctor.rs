@@ -76,6 +76,7 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
             serde_json::json!({"state": "missing", "detail": e.to_string()})
         }
     };
+    let glossary = glossary_report(ctx, &index);
     let set_aside = index.set_aside()?;
     let data_dir = serde_json::json!({"path": ctx.dir, "bytes": index.bytes_on_disk(), "set_aside": set_aside});
     let out = serde_json::json!({
@@ -84,6 +85,7 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
         "hooks": hooks(ctx),
         "history": behind(ctx, &index, history),
         "warm": warm,
+        "glossary": glossary,
         "data_dir": data_dir,
     });
     if json {
@@ -92,6 +94,27 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
         print_text(&out, repair);
     }
     Ok(())
+}
+
+/// The glossary's concepts (built in, from the data directory's file) and the file's lines left
+/// out, each also a problem.
+fn glossary_report(ctx: &Ctx, index: &convdex::Index) -> serde_json::Value {
+    let own = ctx.dir.join(convdex::GLOSSARY_FILE);
+    let skipped: Vec<serde_json::Value> = index
+        .glossary_skipped()
+        .iter()
+        .map(|s| {
+            problem(format!("{}, line {}: {}", own.display(), s.line, s.reason));
+            serde_json::json!({"line": s.line, "reason": s.reason})
+        })
+        .collect();
+    serde_json::json!({
+        "state": if skipped.is_empty() { "ok" } else { "skipped" },
+        "concepts": index.options().collection.glossary.len(),
+        "builtin": convdex::Glossary::builtin().len(),
+        "own": own.exists().then_some(&own),
+        "skipped": skipped,
+    })
 }
 
 /// The report `--json` prints, as lines of text.
@@ -117,6 +140,13 @@ fn print_text(out: &serde_json::Value, repair: bool) {
     }
     let warm = &out["warm"];
     println!("{:<9} warm helper: {}", text(&warm["state"]), text(&warm["detail"]));
+    let g = &out["glossary"];
+    let (all, builtin) = (g["concepts"].as_u64().unwrap_or(0), g["builtin"].as_u64().unwrap_or(0));
+    let own = g["own"].as_str().map(|p| format!(", {} from {p}", all.saturating_sub(builtin))).unwrap_or_default();
+    println!("{:<9} glossary: {all} concepts ({builtin} built in{own})", text(&g["state"]));
+    for s in g["skipped"].as_array().into_iter().flatten() {
+        println!("          line {} left out: {}", s["line"], text(&s["reason"]));
+    }
     let dir = &out["data_dir"];
     println!("{:<9} data dir {} ({:.1} MB)", "", text(&dir["path"]), dir["bytes"].as_f64().unwrap_or(0.0) / 1e6);
     for kept in dir["set_aside"].as_array().into_iter().flatten() {

@@ -14,6 +14,8 @@ pub(crate) mod write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use crate::lexical::Glossary;
 use std::time::{Duration, Instant};
 
 use redb::Database;
@@ -69,6 +71,10 @@ pub struct CollectionOptions {
     /// Memory redb may use to cache the store's pages, per collection. Default: 64 MiB (redb's
     /// own default, 1 GiB, let a long indexing run keep most of what it wrote in memory).
     pub cache_bytes: usize,
+    /// The concepts through which a query's words are also asked in other languages
+    /// ([`crate::Ranking::translation`]). Default: [`Glossary::builtin`]; [`crate::Index::open`]
+    /// adds the data directory's `glossary.tsv`.
+    pub glossary: Arc<Glossary>,
 }
 
 impl Default for CollectionOptions {
@@ -83,6 +89,7 @@ impl Default for CollectionOptions {
             chunk_overlap: 32,
             lexical_index: true,
             cache_bytes: 64 << 20,
+            glossary: Glossary::builtin(),
         }
     }
 }
@@ -93,6 +100,7 @@ impl std::fmt::Debug for CollectionOptions {
             .field("hnsw", &self.hnsw)
             .field("exact_threshold", &self.exact_threshold)
             .field("lock_wait", &self.lock_wait)
+            .field("glossary", &self.glossary)
             .finish_non_exhaustive()
     }
 }

@@ -198,7 +198,8 @@ impl<'c> SearchBuilder<'c> {
         let route = RouteOverride { exact: self.exact, ef: self.ef };
         let (pool, plan, snapshot) = coll.pool(&self.query, mode, vector.as_deref(), route)?;
         let ranked = fuse::rank(vec![pool], mode, &self.query.ranking);
-        let terms = crate::lexical::highlight_terms(&self.query.text, self.query.ranking.translation);
+        let terms =
+            crate::lexical::highlight_terms(&self.query.text, self.query.ranking.translation, &coll.options.glossary);
         let hits = shown(ranked, self.query.limit, std::slice::from_ref(&snapshot))?
             .into_iter()
             .map(|(r, doc)| hit(r, doc, mode, &self.query, &terms, plan))
@@ -356,7 +357,7 @@ impl Collection {
             };
             let lq = crate::lexical::LexicalQuery::parse(&query.text);
             let translations = match query.ranking.translation {
-                w if w > 0.0 => crate::lexical::glossary::translations(&query.text),
+                w if w > 0.0 => self.options.glossary.translations(&query.text),
                 _ => Vec::new(),
             };
             let allowed = cands.clone().map(std::sync::Arc::new);

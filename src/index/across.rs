@@ -266,7 +266,11 @@ impl Index {
         });
         let (names, plans): (Vec<String>, Vec<Plan>) = found.iter().map(|f| (f.0.clone(), f.3)).unzip();
         let (pools, snapshots): (Vec<_>, Vec<_>) = found.into_iter().map(|f| (f.2, f.4)).unzip();
-        let terms = crate::lexical::highlight_terms(&query.text, query.ranking.translation);
+        let terms = crate::lexical::highlight_terms(
+            &query.text,
+            query.ranking.translation,
+            &self.options().collection.glossary,
+        );
         let ranked = crate::search::fuse::rank(pools, mode, &query.ranking);
         let hits = crate::collection::shown(ranked, query.limit, &snapshots)?
             .into_iter()

@@ -17,6 +17,7 @@ pub(crate) mod warm;
 use crate::collection::{Collection, CollectionMeta, CollectionOptions};
 use crate::embed::{EmbedOptions, Embedder, LazyEmbedder};
 use crate::error::{Error, Result};
+use crate::lexical::{Glossary, GlossarySkip};
 
 /// Options of an [`Index`]. Every field documents its default.
 #[derive(Clone, Default)]
@@ -78,7 +79,12 @@ pub struct Index {
     /// Embedders of other models that collections record (loaded when first used).
     others: Mutex<HashMap<String, Arc<dyn Embedder>>>,
     open: Mutex<HashMap<String, Weak<Collection>>>,
+    /// Lines of the data directory's `glossary.tsv` left out (an unreadable file: line 0).
+    glossary_skipped: Vec<GlossarySkip>,
 }
+
+/// The data directory's own glossary, added to the built-in one ([`Index::glossary_skipped`]).
+pub const GLOSSARY_FILE: &str = "glossary.tsv";
 
 impl std::fmt::Debug for Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -117,7 +123,7 @@ const IDENTITY_FILE: &str = "collection.json";
 
 impl Index {
     /// Opens (creating if needed) a data directory.
-    pub fn open(root: impl AsRef<Path>, options: Options) -> Result<Index> {
+    pub fn open(root: impl AsRef<Path>, mut options: Options) -> Result<Index> {
         let root = root.as_ref().to_path_buf();
         if root.exists() && !root.is_dir() {
             return Err(Error::InvalidArgument(format!(
@@ -131,7 +137,27 @@ impl Index {
         if let Some(e) = &options.embedder {
             let _ = embedder.set(e.clone());
         }
-        Ok(Index { root, options, embedder, others: Mutex::new(HashMap::new()), open: Mutex::new(HashMap::new()) })
+        // A glossary of one's own: its concepts join the configured ones; a bad line is left
+        // out and reported, never an error (searching matters more than the glossary).
+        let mut glossary_skipped = Vec::new();
+        let own = root.join(GLOSSARY_FILE);
+        if own.exists() {
+            match Glossary::read(&own) {
+                Ok((g, skipped)) => {
+                    options.collection.glossary = Arc::new(options.collection.glossary.extended(&g));
+                    glossary_skipped = skipped;
+                }
+                Err(e) => glossary_skipped.push(GlossarySkip { line: 0, reason: format!("{e}") }),
+            }
+        }
+        Ok(Index {
+            root,
+            options,
+            embedder,
+            others: Mutex::new(HashMap::new()),
+            open: Mutex::new(HashMap::new()),
+            glossary_skipped,
+        })
     }
 
     /// Bytes on disk under the data directory (every collection, hook records, backups).
@@ -144,7 +170,14 @@ impl Index {
         &self.root
     }
 
-    /// The options this index was opened with.
+    /// Lines of the data directory's [`GLOSSARY_FILE`] left out when the index was opened, with
+    /// why (line 0: the file could not be read). Its other lines are in
+    /// [`CollectionOptions::glossary`] of [`Index::options`].
+    pub fn glossary_skipped(&self) -> &[GlossarySkip] {
+        &self.glossary_skipped
+    }
+
+    /// The options this index was opened with (with the data directory's glossary added).
     pub fn options(&self) -> &Options {
         &self.options
     }

@@ -13,13 +13,15 @@
 //! row. Where forms overlap, the longest wins (`环境变量` is one concept, not `环境` and more).
 //! A query with a quoted phrase is not translated: its words were asked for exactly.
 
-use std::sync::OnceLock;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use super::tokenize::{LexicalQuery, MAX_CLAUSES, analyze, is_cjk};
+use crate::error::{Error, Result};
 
 /// The languages of the glossary, in its column order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Lang {
+enum Lang {
     English,
     Chinese,
     Japanese,
@@ -30,47 +32,123 @@ const LANGS: [Lang; 4] = [Lang::English, Lang::Chinese, Lang::Japanese, Lang::Ko
 
 /// One concept: its forms per language (each form as analyzed terms), and for the Chinese,
 /// Japanese and Korean forms their text (matched as a substring of the query).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Concept {
     forms: [Vec<Vec<String>>; 4],
     cjk_text: [Vec<String>; 4],
 }
 
-fn glossary() -> &'static [Concept] {
-    static GLOSSARY: OnceLock<Vec<Concept>> = OnceLock::new();
-    GLOSSARY.get_or_init(|| parse(include_str!("glossary.tsv")))
+/// Concepts in English, Chinese, Japanese and Korean through which a query's words are also
+/// asked in the other languages ([`crate::Ranking::translation`]). The text form is one concept
+/// a line, four columns separated by tabs (English, Chinese, Japanese, Korean; trailing
+/// columns may be left out), alternatives within a column separated by `,`; `#` starts a
+/// comment line. A concept needs forms in two languages at least; a Chinese, Japanese or
+/// Korean form needs two characters at least (shorter ones are too ambiguous and are left out).
+///
+/// [`Glossary::builtin`] is convdex's own (324 concepts of the vocabulary of software work).
+/// [`crate::Index::open`] adds the concepts of `glossary.tsv` in the data directory, when there
+/// is one; a library user sets [`crate::CollectionOptions::glossary`].
+#[derive(Clone, Default)]
+pub struct Glossary {
+    concepts: Vec<Concept>,
+}
+
+impl std::fmt::Debug for Glossary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Glossary").field("concepts", &self.concepts.len()).finish()
+    }
+}
+
+/// A line of a glossary's text that was left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlossarySkip {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong with it and how to fix it.
+    pub reason: String,
+}
+
+impl Glossary {
+    /// convdex's own glossary (`src/lexical/glossary.tsv`), parsed once.
+    pub fn builtin() -> Arc<Glossary> {
+        static BUILTIN: OnceLock<Arc<Glossary>> = OnceLock::new();
+        BUILTIN.get_or_init(|| Arc::new(Glossary::parse(include_str!("glossary.tsv")).0)).clone()
+    }
+
+    /// Parses the text form (see [`Glossary`]): the concepts, and the lines left out.
+    pub fn parse(tsv: &str) -> (Glossary, Vec<GlossarySkip>) {
+        let mut out = Glossary::default();
+        let mut skipped = Vec::new();
+        for (n, line) in tsv.lines().enumerate() {
+            let line = line.trim_end_matches(['\r', '\n']);
+            if line.trim().is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let skip = |reason: String| GlossarySkip { line: n + 1, reason };
+            let cells: Vec<&str> = line.split('\t').collect();
+            if cells.len() > LANGS.len() {
+                skipped.push(skip(format!(
+                    "{} tab-separated columns; a line holds at most four: English, Chinese, Japanese, Korean",
+                    cells.len()
+                )));
+                continue;
+            }
+            let mut c = Concept::default();
+            for (k, cell) in cells.iter().enumerate() {
+                for form in cell.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+                    let cjk = form.chars().any(is_cjk);
+                    if cjk && form.chars().filter(|&ch| is_cjk(ch)).count() < 2 {
+                        continue;
+                    }
+                    let t = terms(form);
+                    if t.is_empty() {
+                        continue;
+                    }
+                    if cjk {
+                        c.cjk_text[k].push(form.to_string());
+                    }
+                    c.forms[k].push(t);
+                }
+            }
+            if c.forms.iter().filter(|f| !f.is_empty()).count() < 2 {
+                skipped.push(skip(
+                    "fewer than two languages with a usable form (columns are separated by tabs; a Chinese, \
+                     Japanese or Korean form needs two characters at least)"
+                        .into(),
+                ));
+                continue;
+            }
+            out.concepts.push(c);
+        }
+        (out, skipped)
+    }
+
+    /// Reads and parses a glossary file ([`Glossary::parse`]).
+    pub fn read(path: impl AsRef<Path>) -> Result<(Glossary, Vec<GlossarySkip>)> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Ok(Glossary::parse(&text))
+    }
+
+    /// This glossary's concepts and `other`'s.
+    pub fn extended(&self, other: &Glossary) -> Glossary {
+        Glossary { concepts: self.concepts.iter().chain(&other.concepts).cloned().collect() }
+    }
+
+    /// Number of concepts.
+    pub fn len(&self) -> usize {
+        self.concepts.len()
+    }
+
+    /// No concept.
+    pub fn is_empty(&self) -> bool {
+        self.concepts.is_empty()
+    }
 }
 
 /// Terms of one form: its analyzed single-position tokens (an identifier's parts, not the whole).
 fn terms(form: &str) -> Vec<String> {
     analyze(form).into_iter().filter(|t| t.position_length == 1).map(|t| t.text).collect()
-}
-
-fn parse(tsv: &str) -> Vec<Concept> {
-    let mut out = Vec::new();
-    for line in tsv.lines().map(str::trim_end).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        let mut c = Concept::default();
-        for (k, cell) in line.split('\t').take(LANGS.len()).enumerate() {
-            for form in cell.split(',').map(str::trim).filter(|f| !f.is_empty()) {
-                let cjk = form.chars().any(is_cjk);
-                if cjk && form.chars().filter(|&ch| is_cjk(ch)).count() < 2 {
-                    continue;
-                }
-                let t = terms(form);
-                if t.is_empty() {
-                    continue;
-                }
-                if cjk {
-                    c.cjk_text[k].push(form.to_string());
-                }
-                c.forms[k].push(t);
-            }
-        }
-        if c.forms.iter().filter(|f| !f.is_empty()).count() >= 2 {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// A match of a concept in the query: which concept, in which language, over which span
@@ -82,85 +160,87 @@ struct Found {
     len: usize,
 }
 
-/// The query written in each other language it has glossary words for; empty when the glossary
-/// knows none of its words or the query quotes a phrase.
-pub(crate) fn translations(text: &str) -> Vec<LexicalQuery> {
-    if text.contains('"') {
-        return Vec::new();
-    }
-    let glossary = glossary();
-    let words: Vec<_> = analyze(text).into_iter().filter(|t| t.position_length == 1).collect();
-    let mut found: Vec<Found> = Vec::new();
-    for (ci, c) in glossary.iter().enumerate() {
-        for (li, forms) in c.forms.iter().enumerate() {
-            if LANGS[li] == Lang::English {
-                for f in forms {
-                    for start in 0..words.len().saturating_sub(f.len() - 1) {
-                        if words[start..start + f.len()].iter().zip(f).all(|(w, t)| w.text == *t) {
-                            let span = (words[start].offset_from, words[start + f.len() - 1].offset_to);
-                            found.push(Found { concept: ci, lang: li, span, len: span.1 - span.0 });
+impl Glossary {
+    /// The query written in each other language it has glossary words for; empty when the glossary
+    /// knows none of its words or the query quotes a phrase.
+    pub(crate) fn translations(&self, text: &str) -> Vec<LexicalQuery> {
+        if text.contains('"') {
+            return Vec::new();
+        }
+        let glossary = &self.concepts;
+        let words: Vec<_> = analyze(text).into_iter().filter(|t| t.position_length == 1).collect();
+        let mut found: Vec<Found> = Vec::new();
+        for (ci, c) in glossary.iter().enumerate() {
+            for (li, forms) in c.forms.iter().enumerate() {
+                if LANGS[li] == Lang::English {
+                    for f in forms {
+                        for start in 0..words.len().saturating_sub(f.len() - 1) {
+                            if words[start..start + f.len()].iter().zip(f).all(|(w, t)| w.text == *t) {
+                                let span = (words[start].offset_from, words[start + f.len() - 1].offset_to);
+                                found.push(Found { concept: ci, lang: li, span, len: span.1 - span.0 });
+                            }
+                        }
+                    }
+                } else {
+                    for form in &c.cjk_text[li] {
+                        // Chinese, Japanese and Korean have no case: the text as it is, so the
+                        // spans are the text's own (lower-casing may change byte lengths).
+                        for (at, _) in text.match_indices(form.as_str()) {
+                            found.push(Found { concept: ci, lang: li, span: (at, at + form.len()), len: form.len() });
                         }
                     }
                 }
-            } else {
-                for form in &c.cjk_text[li] {
-                    // Chinese, Japanese and Korean have no case: the text as it is, so the
-                    // spans are the text's own (lower-casing may change byte lengths).
-                    for (at, _) in text.match_indices(form.as_str()) {
-                        found.push(Found { concept: ci, lang: li, span: (at, at + form.len()), len: form.len() });
-                    }
+            }
+        }
+        // Longest first; a match inside a longer one's span is dropped (the same form in two
+        // languages, kanji shared by Chinese and Japanese, counts for both).
+        found.sort_by(|a, b| b.len.cmp(&a.len).then(a.span.cmp(&b.span)).then(a.concept.cmp(&b.concept)));
+        let mut kept: Vec<Found> = Vec::new();
+        for f in found {
+            let inside = kept
+                .iter()
+                .any(|k| k.concept != f.concept && k.span.0 <= f.span.0 && f.span.1 <= k.span.1 && k.len > f.len);
+            if !inside {
+                kept.push(f);
+            }
+        }
+        if kept.is_empty() {
+            return Vec::new();
+        }
+        // What stays in every translation: the text without its glossary words and without
+        // Chinese, Japanese and Korean characters.
+        let mut rest: Vec<char> = Vec::with_capacity(text.len());
+        for (i, ch) in text.char_indices() {
+            let matched = kept.iter().any(|k| k.span.0 <= i && i < k.span.1);
+            rest.push(if matched || is_cjk(ch) { ' ' } else { ch });
+        }
+        let rest: String = rest.into_iter().collect();
+        let mut out = Vec::new();
+        for (li, _) in LANGS.iter().enumerate() {
+            let mut concepts: Vec<usize> = kept.iter().filter(|k| k.lang != li).map(|k| k.concept).collect();
+            concepts.sort_unstable();
+            concepts.dedup();
+            concepts.retain(|&c| !glossary[c].forms[li].is_empty());
+            if concepts.is_empty() {
+                continue;
+            }
+            let mut q = LexicalQuery::parse(&rest);
+            let mut budget = MAX_CLAUSES.saturating_sub(q.optional.len());
+            for c in concepts {
+                let group: Vec<Vec<String>> = glossary[c].forms[li].clone();
+                let size: usize = group.iter().map(Vec::len).sum();
+                if size > budget {
+                    break;
                 }
+                budget -= size;
+                q.groups.push(group);
+            }
+            if !q.groups.is_empty() {
+                out.push(q);
             }
         }
+        out
     }
-    // Longest first; a match inside a longer one's span is dropped (the same form in two
-    // languages, kanji shared by Chinese and Japanese, counts for both).
-    found.sort_by(|a, b| b.len.cmp(&a.len).then(a.span.cmp(&b.span)).then(a.concept.cmp(&b.concept)));
-    let mut kept: Vec<Found> = Vec::new();
-    for f in found {
-        let inside = kept
-            .iter()
-            .any(|k| k.concept != f.concept && k.span.0 <= f.span.0 && f.span.1 <= k.span.1 && k.len > f.len);
-        if !inside {
-            kept.push(f);
-        }
-    }
-    if kept.is_empty() {
-        return Vec::new();
-    }
-    // What stays in every translation: the text without its glossary words and without
-    // Chinese, Japanese and Korean characters.
-    let mut rest: Vec<char> = Vec::with_capacity(text.len());
-    for (i, ch) in text.char_indices() {
-        let matched = kept.iter().any(|k| k.span.0 <= i && i < k.span.1);
-        rest.push(if matched || is_cjk(ch) { ' ' } else { ch });
-    }
-    let rest: String = rest.into_iter().collect();
-    let mut out = Vec::new();
-    for (li, _) in LANGS.iter().enumerate() {
-        let mut concepts: Vec<usize> = kept.iter().filter(|k| k.lang != li).map(|k| k.concept).collect();
-        concepts.sort_unstable();
-        concepts.dedup();
-        concepts.retain(|&c| !glossary[c].forms[li].is_empty());
-        if concepts.is_empty() {
-            continue;
-        }
-        let mut q = LexicalQuery::parse(&rest);
-        let mut budget = MAX_CLAUSES.saturating_sub(q.optional.len());
-        for c in concepts {
-            let group: Vec<Vec<String>> = glossary[c].forms[li].clone();
-            let size: usize = group.iter().map(Vec::len).sum();
-            if size > budget {
-                break;
-            }
-            budget -= size;
-            q.groups.push(group);
-        }
-        if !q.groups.is_empty() {
-            out.push(q);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -171,14 +251,38 @@ mod tests {
         q.groups.iter().flatten().flatten().cloned().collect()
     }
 
+    fn translations(text: &str) -> Vec<LexicalQuery> {
+        Glossary::builtin().translations(text)
+    }
+
     #[test]
     fn every_line_of_the_glossary_is_a_concept_in_two_languages_at_least() {
         let tsv = include_str!("glossary.tsv");
+        let (g, skipped) = Glossary::parse(tsv);
+        assert_eq!(skipped, [], "lines left out of the built-in glossary");
         let lines = tsv.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).count();
-        assert_eq!(glossary().len(), lines, "a line with fewer than two usable languages");
+        assert_eq!(g.len(), lines);
         for l in tsv.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
             assert_eq!(l.split('\t').count(), 4, "four tab-separated columns: {l}");
         }
+    }
+
+    #[test]
+    fn a_glossary_of_ones_own_extends_the_builtin_and_bad_lines_are_named() {
+        let text = "# mine\r\ninsulated panel\t保温板, 夹芯板\r\nquote\t报价\t見積もり\t견적\na\tb\tc\td\te\nlonely\n\nrow\t行\n";
+        let (mine, skipped) = Glossary::parse(text);
+        assert_eq!(mine.len(), 2);
+        assert_eq!(skipped.iter().map(|s| s.line).collect::<Vec<_>>(), [4, 5, 7], "{skipped:?}");
+        assert!(skipped[0].reason.contains("at most four") && skipped[1].reason.contains("two languages"));
+        let both = Glossary::builtin().extended(&mine);
+        assert_eq!(both.len(), Glossary::builtin().len() + 2);
+        let t = both.translations("夹芯板报价");
+        let words: Vec<String> = t.iter().flat_map(group_terms).collect();
+        for w in ["insul", "panel", "quot"] {
+            assert!(words.contains(&w.to_string()), "{w} in {words:?}");
+        }
+        assert!(Glossary::builtin().translations("夹芯板").is_empty(), "not in the built-in one");
+        assert!(matches!(Glossary::read("/no/such/glossary.tsv"), Err(Error::Io { .. })));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! reflects; deletes remove the document's terms). The tokenizer and the query parser are the
 //! pure [`tokenize`] module.
 
-pub(crate) mod glossary;
+mod glossary;
 pub mod tokenize;
 
 use std::path::Path;
@@ -16,6 +16,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 
 use crate::error::{Error, Result};
 use crate::ids::DocSet;
+pub use glossary::{Glossary, GlossarySkip};
 pub use tokenize::{LexicalQuery, MAX_CLAUSES, analyze, snippet, tokens};
 use tokenize::{TOKENIZER, analyzer};
 
@@ -23,10 +24,10 @@ use crate::search::LexicalScale;
 
 /// The terms a hit's snippet marks: the query's own and, when translation is on
 /// ([`crate::Ranking::translation`]), those of its translations.
-pub(crate) fn highlight_terms(text: &str, translation: f32) -> Vec<String> {
+pub(crate) fn highlight_terms(text: &str, translation: f32, glossary: &Glossary) -> Vec<String> {
     let mut terms = LexicalQuery::parse(text).terms();
     if translation > 0.0 {
-        for t in glossary::translations(text) {
+        for t in glossary.translations(text) {
             terms.extend(t.terms());
         }
     }
@@ -255,7 +256,7 @@ impl Lexical {
 
     /// The best `limit` documents for `q` among `allowed` (all when `None`): `(id, BM25,
     /// through a translation)`, and the query's [`LexicalScale`]. Each of `translations` (the query in other languages, see
-    /// [`glossary`]) is scored apart: a document it matches counts `weight` times its share of
+    /// [`Glossary`]) is scored apart: a document it matches counts `weight` times its share of
     /// the translation, written as the BM25 that share of `q` would score; a document keeps its
     /// best. The first hits do not depend on `limit` (a document in the top `limit` of the
     /// merged list is in the top `limit` of the list that gave it its score).

@@ -106,6 +106,18 @@ fn commands_json_exit_codes_and_forget() {
     assert_eq!(hits[0]["signals"]["translated"], true, "{hits}");
     let own = cli.json(&[&words[..], &["--no-translate"]].concat());
     assert_eq!(own.as_array().map(Vec::len), Some(0), "{own}");
+    // A glossary of one's own in the data directory adds its concepts; a bad line is left out
+    // and named by doctor.
+    let nightly = ["search", "夜间任务", "--mode", "lexical", "--project", "team", "--json"];
+    assert_eq!(cli.json(&nightly).as_array().map(Vec::len), Some(0), "not in the built-in glossary");
+    std::fs::write(cli.data.path().join("glossary.tsv"), "nightly job\t夜间任务\nno tabs here\n").unwrap();
+    let hits = cli.json(&nightly);
+    assert_eq!(hits.as_array().and_then(|h| h.first()).map(|h| &h["session"]), Some(&Value::from("standup-1")));
+    let doctor = cli.json_exit(&["doctor", "--json", "--history", "/nonexistent"], 3);
+    let g = &doctor["glossary"];
+    assert_eq!((g["state"].as_str(), g["skipped"][0]["line"].as_u64()), (Some("skipped"), Some(2)), "{g}");
+    assert_eq!(g["concepts"].as_u64(), g["builtin"].as_u64().map(|b| b + 1), "{g}");
+    std::fs::remove_file(cli.data.path().join("glossary.tsv")).unwrap();
 
     // Completions; usage errors exit 2, other errors 1 with one `error:` line and a hint.
     let out = cli.run(&["completions", "bash"]);
