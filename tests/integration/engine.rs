@@ -513,3 +513,17 @@ fn words_find_a_message_written_in_another_language() {
     let bad = coll.search("x").translation(-1.0).run();
     assert!(matches!(bad, Err(Error::InvalidArgument(m)) if m.contains("translation")));
 }
+
+/// A glossary file that is not text (or cannot be read) never stops the index from opening:
+/// it is reported as line 0, and the built-in glossary still translates.
+#[test]
+fn an_unreadable_glossary_file_is_reported_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(convdex::GLOSSARY_FILE), b"nightly\t\xff\xfe\x00").unwrap();
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let skipped = index.glossary_skipped();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0].line, 0);
+    assert!(skipped[0].reason.contains(convdex::GLOSSARY_FILE), "{skipped:?}");
+    assert_eq!(index.options().collection.glossary.len(), convdex::Glossary::builtin().len());
+}
