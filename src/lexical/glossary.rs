@@ -217,10 +217,13 @@ impl Glossary {
         let rest: String = rest.into_iter().collect();
         let mut out = Vec::new();
         for (li, _) in LANGS.iter().enumerate() {
+            // A concept the query already holds in this language (kanji shared by Chinese and
+            // Japanese) is no translation: it would only repeat the query's own words.
+            let own: Vec<usize> = kept.iter().filter(|k| k.lang == li).map(|k| k.concept).collect();
             let mut concepts: Vec<usize> = kept.iter().filter(|k| k.lang != li).map(|k| k.concept).collect();
             concepts.sort_unstable();
             concepts.dedup();
-            concepts.retain(|&c| !glossary[c].forms[li].is_empty());
+            concepts.retain(|&c| !glossary[c].forms[li].is_empty() && !own.contains(&c));
             if concepts.is_empty() {
                 continue;
             }
@@ -344,6 +347,18 @@ mod tests {
         let t = translations("İİİİ 目录 GitHub");
         let en = t.iter().find(|q| group_terms(q).contains(&"directori".to_string())).expect("translated");
         assert!(en.optional.contains(&"github".to_string()), "{:?}", en.optional);
+    }
+
+    #[test]
+    fn a_word_shared_by_two_languages_is_not_translated_into_either() {
+        // `保存` (save) is Chinese and Japanese alike: the question already asks it in both, so
+        // no translation repeats it (a Chinese message holding only that word would otherwise
+        // match a one-word "translation" of a Chinese question in full).
+        let t = translations("保存文件");
+        let all: Vec<String> = t.iter().flat_map(group_terms).collect();
+        assert!(!all.contains(&"保存".to_string()), "{all:?}");
+        assert!(all.contains(&"save".to_string()) && all.contains(&"저장".to_string()), "{all:?}");
+        assert!(all.iter().any(|w| w == "ファ"), "file, in Japanese: {all:?}");
     }
 
     #[test]
