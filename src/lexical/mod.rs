@@ -254,11 +254,11 @@ impl Lexical {
         Ok(out)
     }
 
-    /// The best `limit` documents for `q` among `allowed` (all when `None`): `(id, BM25,
-    /// through a translation)`, and the query's [`LexicalScale`]. Each of `translations` (the query in other languages, see
-    /// [`Glossary`]) is scored apart: a document it matches counts `weight` times its share of
-    /// the translation, written as the BM25 that share of `q` would score; a document keeps its
-    /// best. The first hits do not depend on `limit` (a document in the top `limit` of the
+    /// The best `limit` documents for `q` among `allowed` (all when `None`) as [`LexicalHit`]s,
+    /// and the query's [`LexicalScale`]. Each of `translations` (the query in other languages,
+    /// see [`Glossary`]) is scored apart: a document it matches counts `weight` times its share
+    /// of the translation, written as the BM25 that share of `q` would score; a document keeps
+    /// its best. The first hits do not depend on `limit` (a document in the top `limit` of the
     /// merged list is in the top `limit` of the list that gave it its score).
     pub(crate) fn search(
         &self,

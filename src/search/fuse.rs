@@ -131,8 +131,9 @@ pub struct Ranking {
     /// Prefer newer sessions (`None`: age does not matter).
     pub recent: Option<Recency>,
     /// How much a document counts that matches the query's words written in another language
-    /// (English, Chinese, Japanese, Korean; through a built-in glossary of the vocabulary of
-    /// software work), as a share of the same match of the query's own words: 0 turns
+    /// (English, Chinese, Japanese, Korean; through [`crate::Glossary`], the built-in one of
+    /// the vocabulary of software work and any of one's own), as a share of the same match of
+    /// the query's own words: 0 turns
     /// translation off, 1 counts it alike. Lexical and hybrid search. Default:
     /// [`DEFAULT_TRANSLATION`].
     #[serde(default = "default_translation")]
