@@ -51,7 +51,7 @@ fn mcp_server_answers_a_real_client() {
         assert_eq!(names, ["decisions", "handoff", "index", "remember", "search", "session"]);
         let search = tools.iter().find(|t| t.name == "search").unwrap();
         let props = search.input_schema.get("properties").and_then(Value::as_object).unwrap();
-        for p in ["query", "project", "type", "tags", "session", "file", "file_prefix", "since", "until", "mode", "limit", "sessions"] {
+        for p in ["query", "project", "type", "tags", "session", "file", "file_prefix", "since", "until", "mode", "limit", "sessions", "translate"] {
             assert!(props.contains_key(p), "search schema lacks {p}: {props:?}");
         }
         let required = search.input_schema.get("required").and_then(Value::as_array).unwrap();
@@ -90,6 +90,14 @@ fn mcp_server_answers_a_real_client() {
         // A filter that excludes everything.
         let r = client.call_tool(call("search", json!({"query": "token", "since": "2099-01-01"}))).await.unwrap();
         assert_ne!(r.is_error, Some(true));
+        assert!(text(&r).starts_with("no hits"), "{}", text(&r));
+        // Words in Chinese find the English messages through the glossary, unless told not to.
+        let chinese = json!({"query": "令牌", "mode": "lexical"});
+        let r = client.call_tool(call("search", chinese.clone())).await.unwrap();
+        assert!(text(&r).contains("session 7f3c1a2e") && text(&r).contains("words (translated)"), "{}", text(&r));
+        let mut own = chinese;
+        own["translate"] = json!(false);
+        let r = client.call_tool(call("search", own)).await.unwrap();
         assert!(text(&r).starts_with("no hits"), "{}", text(&r));
         // Sessions instead of messages: the one session, once, with its hits under it.
         let r = client.call_tool(call("search", json!({"query": "token expired", "sessions": true, "limit": 3}))).await.unwrap();

@@ -55,6 +55,10 @@ pub struct SearchParams {
     /// Prefer newer sessions (half-life 30 days); active decisions count as new, superseded
     /// ones sink. Default false.
     pub recent: Option<bool>,
+    /// Also match the query's words in English, Chinese, Japanese and Korean through the
+    /// glossary (a Chinese question finds an English message by its words). Default true;
+    /// false matches the query's own words only.
+    pub translate: Option<bool>,
     /// List sessions instead of messages ("which session was it?"): each ranked by its best
     /// hit, with its best hits; `limit` then counts sessions. Default false.
     pub sessions: Option<bool>,
@@ -178,7 +182,7 @@ impl Server {
     }
 
     #[tool(
-        description = "Search past coding-agent conversations by words and meaning. Filters: project, type (message/decision/summary), tags, domain, session, file, file_prefix, since, until, agents (claude-code, codex, gemini, aider); `recent` prefers newer sessions. Returns ranked hits with a relevance from 0 to 100, project, session id, time, role, files and a snippet; `sessions: true` lists sessions instead (each with its best hits); use `session` to read one in full."
+        description = "Search past coding-agent conversations by words and meaning. Filters: project, type (message/decision/summary), tags, domain, session, file, file_prefix, since, until, agents (claude-code, codex, gemini, aider); `recent` prefers newer sessions; words are also matched in English, Chinese, Japanese and Korean unless `translate` is false. Returns ranked hits with a relevance from 0 to 100, project, session id, time, role, files and a snippet; `sessions: true` lists sessions instead (each with its best hits); use `session` to read one in full."
     )]
     async fn search(&self, Parameters(p): Parameters<SearchParams>) -> ToolResult {
         let index = self.index.clone();
@@ -202,6 +206,9 @@ impl Server {
             query.limit = bounded("limit", p.limit, 8, 50)?;
             if p.recent.unwrap_or(false) {
                 query.ranking.recent = Some(convdex::Recency::default());
+            }
+            if !p.translate.unwrap_or(true) {
+                query.ranking.translation = 0.0;
             }
             let by_session = p.sessions.unwrap_or(false);
             // The data dir's warm helper answers when one runs (this process then opens no
