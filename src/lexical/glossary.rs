@@ -50,13 +50,23 @@ struct Concept {
 /// is one; a library user sets [`crate::CollectionOptions::glossary`].
 #[derive(Clone, Default)]
 pub struct Glossary {
+    /// Holds the built-in concepts (parsed on first use: a process that never translates, such
+    /// as a prompt hook, never spends the millisecond).
+    builtin: bool,
+    /// Concepts of its own.
     concepts: Vec<Concept>,
 }
 
 impl std::fmt::Debug for Glossary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Glossary").field("concepts", &self.concepts.len()).finish()
+        f.debug_struct("Glossary").field("builtin", &self.builtin).field("own", &self.concepts.len()).finish()
     }
+}
+
+/// The built-in concepts, parsed once.
+fn builtin_concepts() -> &'static [Concept] {
+    static BUILTIN: OnceLock<Vec<Concept>> = OnceLock::new();
+    BUILTIN.get_or_init(|| Glossary::parse(include_str!("glossary.tsv")).0.concepts)
 }
 
 /// A line of a glossary's text that was left out, and why.
@@ -69,10 +79,10 @@ pub struct GlossarySkip {
 }
 
 impl Glossary {
-    /// convdex's own glossary (`src/lexical/glossary.tsv`), parsed once.
+    /// convdex's own glossary (`src/lexical/glossary.tsv`), parsed once, when first used.
     pub fn builtin() -> Arc<Glossary> {
         static BUILTIN: OnceLock<Arc<Glossary>> = OnceLock::new();
-        BUILTIN.get_or_init(|| Arc::new(Glossary::parse(include_str!("glossary.tsv")).0)).clone()
+        BUILTIN.get_or_init(|| Arc::new(Glossary { builtin: true, concepts: Vec::new() })).clone()
     }
 
     /// Parses the text form (see [`Glossary`]): the concepts, and the lines left out.
@@ -132,17 +142,26 @@ impl Glossary {
 
     /// This glossary's concepts and `other`'s.
     pub fn extended(&self, other: &Glossary) -> Glossary {
-        Glossary { concepts: self.concepts.iter().chain(&other.concepts).cloned().collect() }
+        Glossary {
+            builtin: self.builtin || other.builtin,
+            concepts: self.concepts.iter().chain(&other.concepts).cloned().collect(),
+        }
     }
 
     /// Number of concepts.
     pub fn len(&self) -> usize {
-        self.concepts.len()
+        self.all().len()
     }
 
     /// No concept.
     pub fn is_empty(&self) -> bool {
-        self.concepts.is_empty()
+        self.len() == 0
+    }
+
+    /// Every concept: the built-in ones (when held), then its own.
+    fn all(&self) -> Vec<&Concept> {
+        let builtin: &[Concept] = if self.builtin { builtin_concepts() } else { &[] };
+        builtin.iter().chain(&self.concepts).collect()
     }
 }
 
@@ -167,7 +186,7 @@ impl Glossary {
         if text.contains('"') {
             return Vec::new();
         }
-        let glossary = &self.concepts;
+        let glossary = self.all();
         let words: Vec<_> = analyze(text).into_iter().filter(|t| t.position_length == 1).collect();
         let mut found: Vec<Found> = Vec::new();
         for (ci, c) in glossary.iter().enumerate() {
