@@ -10,6 +10,7 @@ use crate::ann::Ann;
 use crate::doc::DocKind;
 use crate::error::{Error, Result};
 use crate::ids::{DocSet, VectorId};
+use crate::lexical::QueryWords;
 use crate::search::fuse::{self, Pool};
 use crate::search::plan::{self, Route, Settings, Shape};
 use crate::search::query::{self, Filter, Query, SearchMode};
@@ -196,10 +197,10 @@ impl<'c> SearchBuilder<'c> {
             (None, _) => Some(coll.embedder().embed_query(&self.query.text)?),
         };
         let route = RouteOverride { exact: self.exact, ef: self.ef };
-        let (pool, plan, snapshot) = coll.pool(&self.query, mode, vector.as_deref(), route)?;
+        let words = QueryWords::new(&self.query.text, self.query.ranking.translation, &coll.options.glossary);
+        let (pool, plan, snapshot) = coll.pool(&self.query, &words, mode, vector.as_deref(), route)?;
         let ranked = fuse::rank(vec![pool], mode, &self.query.ranking);
-        let terms =
-            crate::lexical::highlight_terms(&self.query.text, self.query.ranking.translation, &coll.options.glossary);
+        let terms = words.highlight();
         let hits = shown(ranked, self.query.limit, std::slice::from_ref(&snapshot))?
             .into_iter()
             .map(|(r, doc)| hit(r, doc, mode, &self.query, &terms, plan))
@@ -277,6 +278,7 @@ impl Collection {
     pub(crate) fn pool(
         &self,
         query: &Query,
+        words: &QueryWords,
         mode: SearchMode,
         vector: Option<&[f32]>,
         route: RouteOverride,
@@ -355,13 +357,8 @@ impl Collection {
                         .into(),
                 ));
             };
-            let lq = crate::lexical::LexicalQuery::parse(&query.text);
-            let translations = match query.ranking.translation {
-                w if w > 0.0 => self.options.glossary.translations(&query.text),
-                _ => Vec::new(),
-            };
             let allowed = cands.clone().map(std::sync::Arc::new);
-            (lexical, pool.lexical) = l.search(&lq, &translations, query.ranking.translation, allowed, want)?;
+            (lexical, pool.lexical) = l.search(words, allowed, want)?;
         }
         // Every candidate is scored on both signals in hybrid mode: the exact cosine of the
         // documents only the lexical list found.

@@ -14,6 +14,7 @@ use crate::collection::Collection;
 use crate::doc::{DecisionStatus, DocBody, DocKind, Document};
 use crate::error::{Error, Result};
 use crate::index::{CollectionInfo, Index, Skipped};
+use crate::lexical::QueryWords;
 use crate::search::{Hit, Plan, Query, SearchMode};
 
 /// What a question over several collections found, and the collections it skipped.
@@ -253,10 +254,13 @@ impl Index {
         // The hits' documents are read after the ranking, from each pool's snapshot: the
         // collections stay open until then (a snapshot of a closed store reads nothing).
         let _open: Vec<Arc<Collection>> = opened.found.iter().map(|(_, c)| Arc::clone(c)).collect();
+        // The query's words and their translations, made once for every collection (they share
+        // this index's glossary) and for the snippets.
+        let words = QueryWords::new(&query.text, query.ranking.translation, &self.options().collection.glossary);
         let Across { found, skipped } = self.each_of_parallel(opened, modes, |mode, info, c| {
             let (mode, model) = mode?;
             let vector = model.and_then(|m| vectors.get(&m)).map(Vec::as_slice);
-            let (pool, plan, snapshot) = c.pool(query, mode, vector, Default::default())?;
+            let (pool, plan, snapshot) = c.pool(query, &words, mode, vector, Default::default())?;
             Ok((info.project.clone(), mode, pool, plan, snapshot))
         })?;
         // Collections without a lexical index answer semantically; the union is ranked in the
@@ -266,11 +270,7 @@ impl Index {
         });
         let (names, plans): (Vec<String>, Vec<Plan>) = found.iter().map(|f| (f.0.clone(), f.3)).unzip();
         let (pools, snapshots): (Vec<_>, Vec<_>) = found.into_iter().map(|f| (f.2, f.4)).unzip();
-        let terms = crate::lexical::highlight_terms(
-            &query.text,
-            query.ranking.translation,
-            &self.options().collection.glossary,
-        );
+        let terms = words.highlight();
         let ranked = crate::search::fuse::rank(pools, mode, &query.ranking);
         let hits = crate::collection::shown(ranked, query.limit, &snapshots)?
             .into_iter()

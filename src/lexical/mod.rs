@@ -22,18 +22,31 @@ use tokenize::{TOKENIZER, analyzer};
 
 use crate::search::LexicalScale;
 
-/// The terms a hit's snippet marks: the query's own and, when translation is on
-/// ([`crate::Ranking::translation`]), those of its translations.
-pub(crate) fn highlight_terms(text: &str, translation: f32, glossary: &Glossary) -> Vec<String> {
-    let mut terms = LexicalQuery::parse(text).terms();
-    if translation > 0.0 {
-        for t in glossary.translations(text) {
+/// A query's words as the lexical index asks them, made once per search and shared by every
+/// collection it asks and by the snippets: the query parsed, its translations when translation
+/// is on ([`crate::Ranking::translation`]), and their weight.
+pub(crate) struct QueryWords {
+    pub(crate) query: LexicalQuery,
+    pub(crate) translations: Vec<LexicalQuery>,
+    pub(crate) weight: f32,
+}
+
+impl QueryWords {
+    pub(crate) fn new(text: &str, weight: f32, glossary: &Glossary) -> QueryWords {
+        let translations = if weight > 0.0 { glossary.translations(text) } else { Vec::new() };
+        QueryWords { query: LexicalQuery::parse(text), translations, weight }
+    }
+
+    /// The terms a hit's snippet marks: the query's own and its translations'.
+    pub(crate) fn highlight(&self) -> Vec<String> {
+        let mut terms = self.query.terms();
+        for t in &self.translations {
             terms.extend(t.terms());
         }
+        terms.sort_unstable();
+        terms.dedup();
+        terms
     }
-    terms.sort_unstable();
-    terms.dedup();
-    terms
 }
 
 /// A document a lexical search found: its id, its BM25 (for a match through a translation,
@@ -254,20 +267,20 @@ impl Lexical {
         Ok(out)
     }
 
-    /// The best `limit` documents for `q` among `allowed` (all when `None`) as [`LexicalHit`]s,
-    /// and the query's [`LexicalScale`]. Each of `translations` (the query in other languages,
-    /// see [`Glossary`]) is scored apart: a document it matches counts `weight` times its share
-    /// of the translation, written as the BM25 that share of `q` would score; a document keeps
-    /// its best. The first hits do not depend on `limit` (a document in the top `limit` of the
+    /// The best `limit` documents for `words` among `allowed` (all when `None`) as
+    /// [`LexicalHit`]s, and the query's [`LexicalScale`]. Each of its translations (the query in
+    /// other languages, see [`Glossary`]) is scored apart: a document it matches counts the
+    /// words' weight times its share of the translation, written as the BM25 that share of the
+    /// query would score; a document keeps its best. The first hits do not depend on `limit` (a document in the top `limit` of the
     /// merged list is in the top `limit` of the list that gave it its score).
     pub(crate) fn search(
         &self,
-        q: &LexicalQuery,
-        translations: &[LexicalQuery],
-        weight: f32,
+        words: &QueryWords,
         allowed: Option<Arc<DocSet>>,
         limit: usize,
     ) -> Result<(Vec<LexicalHit>, LexicalScale)> {
+        let QueryWords { query: q, translations, weight } = words;
+        let weight = *weight;
         if q.is_empty() || limit == 0 {
             return Ok((Vec::new(), LexicalScale::default()));
         }
