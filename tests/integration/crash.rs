@@ -103,6 +103,38 @@ fn kill_after(data: &Path, args: &[&str], delay: Duration) -> bool {
     finished
 }
 
+/// `args` run to the end on a copy of `base`: the copy, as the run left it, and how long it took.
+fn timed_on_copy(base: &Path, args: &[&str]) -> (tempfile::TempDir, Duration) {
+    let data = tempfile::tempdir().unwrap();
+    copy_dir(base, data.path());
+    let t = Instant::now();
+    run(data.path(), args);
+    (data, t.elapsed())
+}
+
+/// `args` started on `kills` fresh copies of `base`, each killed at a random moment (seeded)
+/// of `full`; `check(copy, at)` then looks at the copy, `at` naming the seed, the kill and its
+/// moment. Returns how many kills came before the command finished.
+fn kill_copies(
+    base: &Path,
+    args: &[&str],
+    full: Duration,
+    seed: u64,
+    kills: u64,
+    mut check: impl FnMut(&Path, &str),
+) -> usize {
+    let mut rng = Rng(seed);
+    let mut killed = 0;
+    for i in 0..kills {
+        let data = tempfile::tempdir().unwrap();
+        copy_dir(base, data.path());
+        let delay = full.mul_f32(rng.uniform());
+        killed += usize::from(!kill_after(data.path(), args, delay));
+        check(data.path(), &format!("seed {seed:#x} kill {i} at {delay:?} of {full:?}"));
+    }
+    killed
+}
+
 #[test]
 fn index_force_killed_anywhere_is_repaired_by_the_next_run() {
     let h = history();
@@ -203,35 +235,26 @@ fn forget_killed_anywhere_leaves_no_forgotten_text() {
         .collect();
     assert!(needles.len() >= 3, "{needles:?}");
     assert!(files_contain(base.path(), &needles[0]).is_some(), "the needles are on disk before forgetting");
-    let timing = tempfile::tempdir().unwrap();
-    copy_dir(base.path(), timing.path());
-    let t = Instant::now();
-    run(timing.path(), &["forget", "--session", &session]);
-    let full = t.elapsed();
+    let forget = ["forget", "--session", &session];
+    let (_, full) = timed_on_copy(base.path(), &forget);
     let seed = env_or("CONVDEX_CRASH_SEED", 0x5eed) ^ 0xf0f0;
     let kills = env_or("CONVDEX_CRASH_KILLS", 10);
-    let mut rng = Rng(seed);
-    let mut killed = 0;
-    for i in 0..kills {
-        let data = tempfile::tempdir().unwrap();
-        copy_dir(base.path(), data.path());
-        let delay = full.mul_f32(rng.uniform());
-        killed += usize::from(!kill_after(data.path(), &["forget", "--session", &session], delay));
+    let killed = kill_copies(base.path(), &forget, full, seed, kills, |data, at| {
         // Any next command finishes an interrupted forget; if the kill came before the delete
         // committed, the session is still there and forgetting it again must work.
-        let out = command(data.path(), &["session", &session, "--json"]).output().unwrap();
+        let out = command(data, &["session", &session, "--json"]).output().unwrap();
         if out.status.success() {
-            run(data.path(), &["forget", "--session", &session]);
+            run(data, &forget);
         } else {
-            run(data.path(), &["stats"]);
+            run(data, &["stats"]);
         }
         for n in &needles {
-            assert_eq!(files_contain(data.path(), n), None, "seed {seed:#x} kill {i} at {delay:?}: {n:?} survived");
+            assert_eq!(files_contain(data, n), None, "{at}: {n:?} survived");
         }
         let again: Value =
-            serde_json::from_slice(&run(data.path(), &["index", projects.to_str().unwrap(), "--json"]).stdout).unwrap();
-        assert_eq!(again["sessions_forgotten"], 1, "kill {i}: the tombstone holds");
-    }
+            serde_json::from_slice(&run(data, &["index", projects.to_str().unwrap(), "--json"]).stdout).unwrap();
+        assert_eq!(again["sessions_forgotten"], 1, "{at}: the tombstone holds");
+    });
     println!("forget: {kills} kills (seed {seed:#x}), {killed} before it finished, full run {full:?}");
 }
 
@@ -262,28 +285,18 @@ fn migrate_killed_anywhere_is_finished_by_the_next_run() {
         "{:?}",
         models(base.path())
     );
-    let timing = tempfile::tempdir().unwrap();
-    copy_dir(base.path(), timing.path());
-    let t = Instant::now();
-    run(timing.path(), &["migrate"]);
-    let full = t.elapsed();
+    let (_, full) = timed_on_copy(base.path(), &["migrate"]);
     let seed = env_or("CONVDEX_CRASH_SEED", 0x5eed) ^ 0x0e5;
     let kills = env_or("CONVDEX_CRASH_KILLS", 10).div_ceil(2);
-    let mut rng = Rng(seed);
-    let mut killed = 0;
-    for i in 0..kills {
-        let data = tempfile::tempdir().unwrap();
-        copy_dir(base.path(), data.path());
-        let delay = full.mul_f32(rng.uniform());
-        killed += usize::from(!kill_after(data.path(), &["migrate"], delay));
+    let killed = kill_copies(base.path(), &["migrate"], full, seed, kills, |data, at| {
         // Whatever the kill left, the collections still answer and count the same.
-        assert_eq!(counts(data.path()), expected, "seed {seed:#x} kill {i} at {delay:?}: after the kill");
+        assert_eq!(counts(data), expected, "{at}: after the kill");
         // `index` migrates first: everything ends on the default model, nothing lost.
-        run(data.path(), &["index", p]);
-        assert_eq!(counts(data.path()), expected, "seed {seed:#x} kill {i} at {delay:?}: after the next run");
-        let m = models(data.path());
-        assert!(m.values().all(|(m, pending)| m.contains("multilingual-e5-small") && !pending), "kill {i}: {m:?}");
-    }
+        run(data, &["index", p]);
+        assert_eq!(counts(data), expected, "{at}: after the next run");
+        let m = models(data);
+        assert!(m.values().all(|(m, pending)| m.contains("multilingual-e5-small") && !pending), "{at}: {m:?}");
+    });
     println!("migrate: {kills} kills (seed {seed:#x}), {killed} before it finished, full run {full:?}");
 }
 
@@ -393,39 +406,28 @@ fn repair_killed_anywhere_is_finished_by_the_next_repair() {
         .map(damage)
         .find(|&(found, salvaged)| found && salvaged > 0)
         .map_or_else(|| damage(4096).1, |(_, salvaged)| salvaged);
-    let reference = tempfile::tempdir().unwrap();
-    copy_dir(base.path(), reference.path());
-    let t = Instant::now();
-    run(reference.path(), &repair);
-    let full = t.elapsed();
+    let (reference, full) = timed_on_copy(base.path(), &repair);
     let expected = counts(reference.path());
     assert_eq!(expected.len(), 2, "{expected:?}");
     let seed = env_or("CONVDEX_CRASH_SEED", 0x5eed) ^ 0x4e9;
     let kills = env_or("CONVDEX_CRASH_KILLS", 10);
-    let mut rng = Rng(seed);
-    let mut killed = 0;
-    for i in 0..kills {
-        let data = tempfile::tempdir().unwrap();
-        copy_dir(base.path(), data.path());
-        let delay = full.mul_f32(rng.uniform());
-        killed += usize::from(!kill_after(data.path(), &repair, delay));
-        let at = format!("seed {seed:#x} kill {i} at {delay:?} of {full:?}");
-        let found = states(data.path());
+    let killed = kill_copies(base.path(), &repair, full, seed, kills, |data, at| {
+        let found = states(data);
         assert_eq!(found.len(), 2, "{at}: both collections listed after the kill: {found:?}");
         let (state, messages) = &found[&name];
         let whole = messages.is_some_and(|m| [salvaged, expected[&name][1]].contains(&m));
         assert!(state == "damaged" || (state == "ok" && whole), "{at}: {salvaged} salvaged: {found:?}");
         // (Exit 3 when the kill came after the repair, while the transcripts were read again:
         // nothing to repair, sessions not indexed, which `index` then reads.)
-        let again = command(data.path(), &repair).output().unwrap();
+        let again = command(data, &repair).output().unwrap();
         assert!(matches!(again.status.code(), Some(0 | 3)), "{at}: {}", String::from_utf8_lossy(&again.stderr));
-        run(data.path(), &["index", p]);
-        assert_eq!(counts(data.path()), expected, "{at}: after the next repair");
+        run(data, &["index", p]);
+        assert_eq!(counts(data), expected, "{at}: after the next repair");
         let names: Vec<String> =
-            std::fs::read_dir(data.path()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into()).collect();
+            std::fs::read_dir(data).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into()).collect();
         assert_eq!(names.iter().filter(|n| n.contains(".damaged-")).count(), 1, "{at}: {names:?}");
         assert!(!names.iter().any(|n| n.ends_with(".repairing")), "{at}: {names:?}");
-    }
+    });
     println!(
         "doctor --repair: {kills} kills (seed {seed:#x}), {killed} before it finished, full run {full:?}, \
          {salvaged} of {} messages salvaged",
