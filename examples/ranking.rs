@@ -17,7 +17,9 @@
 //! Run: `cargo run --release --example ranking -- [--model NAME] [--data DIR] [--sweep] [--fit]`.
 //! `--model` chooses the embedding model (default: convdex's default, multilingual-e5-small);
 //! `--data` keeps the indexes between runs (default: a temporary directory; one sub-directory
-//! per model); `--sweep` adds fusion and context settings; `--fit` fits the relevance curve on
+//! per model; indexes another build of the example made are rebuilt); `--multilingual FILE`
+//! asks another multilingual set of the same columns (default `tests/data/multilingual.tsv`;
+//! `tests/data/multilingual_2.tsv` is the second set); `--sweep` adds fusion and context settings; `--fit` fits the relevance curve on
 //! the development halves and prints its reliability on the test halves; `--translation` adds
 //! lexical and hybrid search with translation weights (`RANKING_TRANSLATION=w,…`); `--dev-only` asks
 //! the development halves only (to explore without looking at the test halves).
@@ -97,8 +99,8 @@ fn claude_cases(root: &Path) -> anyhow::Result<Vec<Case>> {
     Ok(out)
 }
 
-fn multilingual_cases(root: &Path) -> anyhow::Result<Vec<Case>> {
-    let text = std::fs::read_to_string(root.join("tests/data/multilingual.tsv"))?;
+fn multilingual_cases(file: &Path) -> anyhow::Result<Vec<Case>> {
+    let text = std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
         let f: Vec<&str> = line.split('\t').collect();
@@ -341,6 +343,15 @@ fn reliability(label: &str, pts: &[&Points]) {
     }
 }
 
+/// What identifies this build of the example: a hash of its own executable. Indexes kept with
+/// `--data` are reused only by the build that made them.
+fn build_stamp() -> anyhow::Result<String> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::fs::read(std::env::current_exe()?)?.hash(&mut h);
+    Ok(format!("{:016x}\n", h.finish()))
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let flag = |f: &str| args.iter().any(|a| a == f);
@@ -353,6 +364,14 @@ fn main() -> anyhow::Result<()> {
     }
     let model = options.embed.spec()?.name.clone();
     let data = data.unwrap_or_else(|| tmp.path().to_path_buf()).join(&model);
+    let stamp = build_stamp()?;
+    let stamp_file = data.join("built-by");
+    if data.exists() && std::fs::read_to_string(&stamp_file).ok().as_deref() != Some(stamp.as_str()) {
+        // Indexes another build of this example made (or an interrupted build) may lack what
+        // this build puts in them: rebuild rather than measure them.
+        eprintln!("{}: built by another build of this example; rebuilding", data.display());
+        std::fs::remove_dir_all(&data)?;
+    }
     let t0 = Instant::now();
     let claude = Index::open(data.join("claude"), options.clone())?;
     let mut folders = Vec::new();
@@ -367,8 +386,14 @@ fn main() -> anyhow::Result<()> {
     );
     let loc = Index::open(data.join("locomo"), options)?;
     let loaded = locomo::import(&loc, &locomo::read()?)?;
+    std::fs::write(&stamp_file, &stamp)?;
     let cc = claude_cases(&root)?;
-    let ml = multilingual_cases(&root)?;
+    let ml_file = args
+        .iter()
+        .position(|a| a == "--multilingual")
+        .and_then(|i| args.get(i + 1))
+        .map_or_else(|| root.join("tests/data/multilingual.tsv"), PathBuf::from);
+    let ml = multilingual_cases(&ml_file)?;
     let sessions: HashSet<String> = claude.each(None, |_, c| c.sessions())?.found.into_iter().flatten().collect();
     for c in cc.iter().chain(&ml) {
         anyhow::ensure!(sessions.contains(&c.session), "session {} of `{}` is not indexed", c.session, c.query);
