@@ -364,3 +364,37 @@ fn corpus_placeholders_survive_and_literal_credentials_do_not() {
     println!("placeholders kept: {kept}, literal credentials removed: {removed}");
     assert!(kept > 0);
 }
+
+/// The two multilingual retrieval sets (`tests/data/multilingual.tsv`, `multilingual_2.tsv`)
+/// stay usable as the corpus changes: seven columns, a fixed split and kind, and each question
+/// names a transcript of the corpus, named after the session it names, with messages (parsed as
+/// indexing parses it). Each set has 30 questions at least, a third of them cross-lingual, and
+/// no question appears twice across the sets.
+#[test]
+fn multilingual_sets_name_real_sessions() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut seen = std::collections::HashSet::new();
+    for name in ["multilingual.tsv", "multilingual_2.tsv"] {
+        let text = std::fs::read_to_string(data.join(name)).unwrap();
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| l.split('\t').collect())
+            .collect();
+        assert!(rows.len() >= 30, "{name}: {} questions", rows.len());
+        let cross = rows.iter().filter(|r| r.get(2) == Some(&"cross")).count();
+        assert!(cross * 3 >= rows.len(), "{name}: {cross} cross-lingual of {}", rows.len());
+        for r in &rows {
+            assert_eq!(r.len(), 7, "{name}: {r:?}");
+            let (split, kind, file, session, query) = (r[1], r[2], r[4], r[5], r[6]);
+            assert!(["dev", "test"].contains(&split) && ["same", "cross", "mixed"].contains(&kind), "{name}: {r:?}");
+            assert!(seen.insert(query.to_string()), "{name}: asked twice: {query}");
+            // convdex names a session by its transcript's file name.
+            let path = shared().join("transcripts").join(file);
+            assert_eq!(path.file_stem().and_then(|s| s.to_str()), Some(session), "{name}: {r:?}");
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {}: {e}", path.display()));
+            let parsed = convdex::ingest::claude::parse(&bytes);
+            assert!(!parsed.messages.is_empty(), "{name}: {file} has no message");
+        }
+    }
+}
