@@ -172,22 +172,18 @@ fn main() -> anyhow::Result<()> {
             "\n## {model}: turns embedded and indexed as (date) speaker, answering the previous turn, said, \"text\" (imported in {:.0} s)",
             t.elapsed().as_secs_f64()
         );
-        run_configs(&loaded, sweep)?;
+        run_configs(&loaded, sweep, convdex::Ranking::for_model(model))?;
     }
     Ok(())
 }
 
-fn run_configs(loaded: &[Loaded], sweep: bool) -> anyhow::Result<()> {
+fn run_configs(loaded: &[Loaded], sweep: bool, d: convdex::Ranking) -> anyhow::Result<()> {
+    // `d`: the ranking chosen for the model (`Ranking::for_model`).
     let mut configs: Vec<(String, SearchMode, Fusion, Context)> = vec![
-        ("semantic".into(), SearchMode::Semantic, Fusion::default(), Context::default()),
-        ("lexical (BM25)".into(), SearchMode::Lexical, Fusion::default(), Context::default()),
-        (
-            format!("hybrid (default: {:?}, {:?})", Fusion::default(), Context::default()),
-            SearchMode::Hybrid,
-            Fusion::default(),
-            Context::default(),
-        ),
-        ("hybrid without context".into(), SearchMode::Hybrid, Fusion::default(), Context::NONE),
+        ("semantic".into(), SearchMode::Semantic, d.fusion, d.context),
+        ("lexical (BM25)".into(), SearchMode::Lexical, d.fusion, d.context),
+        (format!("hybrid (default: {:?}, {:?})", d.fusion, d.context), SearchMode::Hybrid, d.fusion, d.context),
+        ("hybrid without context".into(), SearchMode::Hybrid, d.fusion, Context::NONE),
         ("hybrid, RRF k=60, no context".into(), SearchMode::Hybrid, Fusion::Rrf { k: 60.0 }, Context::NONE),
     ];
     if sweep {

@@ -398,7 +398,8 @@ fn main() -> anyhow::Result<()> {
     for c in cc.iter().chain(&ml) {
         anyhow::ensure!(sessions.contains(&c.session), "session {} of `{}` is not indexed", c.session, c.query);
     }
-    let d = Ranking::default();
+    // The ranking chosen for this model (`Ranking::for_model`; e5's is `Ranking::default`).
+    let d = Ranking::for_model(&model);
     let only_sweep = flag("--only-sweep");
     let mut configs = vec![
         Config { label: "semantic".into(), mode: SearchMode::Semantic, ranking: d },

@@ -72,8 +72,9 @@ pub struct SearchArgs {
 }
 
 impl SearchArgs {
-    /// The query these flags ask.
-    pub fn query(&self) -> anyhow::Result<Query> {
+    /// The query these flags ask, starting from `ranking` (the index's model's,
+    /// [`convdex::Index::default_ranking`]).
+    pub fn query(&self, ranking: convdex::Ranking) -> anyhow::Result<Query> {
         let filter = Filter {
             kinds: self.kind.into_iter().collect(),
             tags_any: self.tag.iter().map(|t| t.to_lowercase()).collect(),
@@ -87,6 +88,7 @@ impl SearchArgs {
             ..Default::default()
         };
         let mut query = Query::new(self.query.clone());
+        query.ranking = ranking;
         query.filter = filter;
         query.mode = Some(self.mode);
         query.limit = self.limit;
@@ -108,7 +110,7 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     let mut options = ctx.options()?;
     options.collection.exact_threshold = usize::MAX;
     let index = convdex::Index::open(&ctx.dir, options)?;
-    let asked = a.query()?;
+    let asked = a.query(index.default_ranking())?;
     let (found, answered) = super::warm::search(&index, a.project.as_deref(), &asked, a.sessions)?;
     // This process loaded the model because no helper runs: start one for the next search.
     if answered == Some(Answered::InProcess(None)) && a.mode != SearchMode::Lexical {

@@ -29,9 +29,10 @@ pub struct SearchBuilder<'c> {
 
 impl Collection {
     /// Searches for `text` (hybrid by default: by meaning with the collection's model and by
-    /// words).
+    /// words), ranked as chosen for the collection's model ([`Ranking::for_model`]).
     pub fn search(&self, text: &str) -> SearchBuilder<'_> {
-        SearchBuilder::new(self, Query::new(text), None)
+        let query = Query { ranking: Ranking::for_model(self.embedder().model_id()), ..Query::new(text) };
+        SearchBuilder::new(self, query, None)
     }
 
     /// Searches by a query vector of the collection's dimension (semantic only).

@@ -18,6 +18,7 @@ use crate::collection::{Collection, CollectionMeta, CollectionOptions};
 use crate::embed::{EmbedOptions, Embedder, LazyEmbedder};
 use crate::error::{Error, Result};
 use crate::lexical::{Glossary, GlossarySkip};
+use crate::search::Ranking;
 
 /// Options of an [`Index`]. Every field documents its default.
 #[derive(Clone, Default)]
@@ -180,6 +181,17 @@ impl Index {
     /// The options this index was opened with (with the data directory's glossary added).
     pub fn options(&self) -> &Options {
         &self.options
+    }
+
+    /// The ranking chosen for this index's model ([`Ranking::for_model`] of
+    /// [`Options::embedder`], else of the model [`EmbedOptions::model`] names): what the CLI,
+    /// the MCP server and the prompt hook search with. [`Query::new`](crate::Query::new) starts
+    /// from [`Ranking::default`], the default model's.
+    pub fn default_ranking(&self) -> Ranking {
+        match self.embedder.get() {
+            Some(e) => Ranking::for_model(e.model_id()),
+            None => self.options.embed.spec().map_or_else(|_| Ranking::default(), |s| Ranking::for_model(&s.name)),
+        }
     }
 
     /// Whether this process holds the named collection open.
@@ -449,5 +461,24 @@ mod tests {
             let err = validate_name("project", bad).unwrap_err();
             assert!(matches!(err, Error::InvalidName { .. }), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn the_default_ranking_is_the_models() {
+        let dir = tempfile::tempdir().unwrap();
+        for (model, expected) in
+            [(None, Ranking::default()), (Some("potion-base-8m"), Ranking::for_model("potion-base-8m"))]
+        {
+            let mut options = Options::default();
+            if let Some(m) = model {
+                options.embed = options.embed.model(m);
+            }
+            let index = Index::open(dir.path().join(model.unwrap_or("default")), options).unwrap();
+            assert_eq!(index.default_ranking(), expected, "{model:?}");
+        }
+        // A custom embedder: its model id decides (a test embedder gets the default).
+        let options = Options::default().embedder(Arc::new(crate::embed::HashEmbedder::new(16)));
+        assert_eq!(Index::open(dir.path().join("custom"), options).unwrap().default_ranking(), Ranking::default());
+        assert_ne!(Ranking::for_model("potion-base-8m"), Ranking::default());
     }
 }

@@ -134,7 +134,7 @@ impl Index {
             filter: Filter { until: options.until, ..Filter::default() },
             mode: Some(options.mode),
             limit: RECALL_POOL.max(options.limit),
-            ..Query::new("")
+            ranking: self.default_ranking(),
         };
         // The prompt's own words only: what is shown unasked must share words with the prompt
         // (`min_shared_terms`), and its bar was measured without translation.

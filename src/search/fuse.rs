@@ -151,6 +151,24 @@ impl Default for Ranking {
     }
 }
 
+impl Ranking {
+    /// The ranking chosen for the model whose vectors are searched (its manifest name or its
+    /// model id, as [`crate::Embedder::model_id`] gives it): the lexical weight and context
+    /// were chosen for each model on the development halves of the three sets (README, «How
+    /// results are ranked»). `multilingual-e5-small` and any model this build does not know
+    /// get [`Ranking::default`]; `all-minilm-l6-v2` weighs words by 8 (its meaning signal is
+    /// weaker than e5's), `potion-base-8m` by 8 with the lighter context 0.3 / 0.2. Recency
+    /// and translation are the defaults for every model.
+    pub fn for_model(model: &str) -> Ranking {
+        let (lexical_weight, context) = match model {
+            "all-minilm-l6-v2" | "all-MiniLM-L6-v2-onnx-int8" => (8.0, Context { session: 0.7, neighbours: 0.4 }),
+            "potion-base-8m" | "potion-base-8M" => (8.0, Context { session: 0.3, neighbours: 0.2 }),
+            _ => return Ranking::default(),
+        };
+        Ranking { fusion: Fusion::Calibrated { lexical_weight }, context, ..Ranking::default() }
+    }
+}
+
 /// The default [`Ranking::translation`], chosen on the development halves (README, «How
 /// results are ranked»).
 pub const DEFAULT_TRANSLATION: f32 = 0.75;
@@ -427,16 +445,21 @@ fn freshness(fields: &RankFields, r: Recency) -> f32 {
 /// The readable relevance of a final score, 0–100: `100 / (1 + e^−(a·score + b))`, with `a`
 /// and `b` fitted per mode on the development halves of the evaluation sets, so that among
 /// hits shown with relevance around `r`, roughly `r`% were an answer to the question on the
-/// held-out halves (README, «How results are ranked»). Blend and RRF scores are relative to
-/// their pool: their relevance uses the calibrated signals with the default fusion.
+/// held-out halves (README, «How results are ranked»). Hybrid scores of any other fusion
+/// (blend and RRF, relative to their pool; another lexical weight) are read as the default
+/// fusion would score the same signals.
 pub(crate) fn relevance(mode: SearchMode, fusion: Fusion, signals: &Signals, score: f32) -> u8 {
     let (a, b) = match mode {
         SearchMode::Semantic => RELEVANCE_SEMANTIC,
         SearchMode::Lexical => RELEVANCE_LEXICAL,
         SearchMode::Hybrid => RELEVANCE_HYBRID,
     };
-    let score = match (mode, fusion) {
-        (SearchMode::Hybrid, Fusion::Blend { .. } | Fusion::Rrf { .. }) => {
+    // The hybrid curve was fitted on the default fusion's scores: any other fusion (another
+    // lexical weight included, see `Ranking::for_model`) reads the same signals through it.
+    let default_fusion =
+        matches!(fusion, Fusion::Calibrated { lexical_weight } if lexical_weight == DEFAULT_LEXICAL_WEIGHT);
+    let score = match mode {
+        SearchMode::Hybrid if !default_fusion => {
             signals.semantic_z.unwrap_or(0.0)
                 + DEFAULT_LEXICAL_WEIGHT * signals.lexical_share.unwrap_or(0.0)
                 + signals.context
@@ -740,5 +763,38 @@ mod tests {
             relevance(SearchMode::Hybrid, blend, &strong, -1.0),
             relevance(SearchMode::Hybrid, Fusion::default(), &strong, 8.0 + DEFAULT_LEXICAL_WEIGHT)
         );
+        // So is a calibrated fusion with another lexical weight (an English model's ranking):
+        // the same signals read alike, whatever the weight that ordered them.
+        let some = Signals { semantic_z: Some(2.0), lexical_share: Some(0.5), context: 1.0, ..Default::default() };
+        let default_score = 2.0 + DEFAULT_LEXICAL_WEIGHT * 0.5 + 1.0;
+        for w in [0.0, 8.0, 16.0] {
+            assert_eq!(
+                relevance(SearchMode::Hybrid, Fusion::Calibrated { lexical_weight: w }, &some, 2.0 + w * 0.5 + 1.0),
+                relevance(SearchMode::Hybrid, Fusion::default(), &some, default_score),
+                "lexical weight {w}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_model_has_its_ranking() {
+        // e5 (by name or id) and any model this build does not know: the default.
+        for m in ["multilingual-e5-small", "multilingual-e5-small-q4", "hash-384", ""] {
+            assert_eq!(Ranking::for_model(m), Ranking::default(), "{m}");
+        }
+        for (name, id, session) in
+            [("all-minilm-l6-v2", "all-MiniLM-L6-v2-onnx-int8", 0.7), ("potion-base-8m", "potion-base-8M", 0.3)]
+        {
+            let r = Ranking::for_model(name);
+            assert_eq!(r, Ranking::for_model(id), "{name}");
+            assert_eq!(r.fusion, Fusion::Calibrated { lexical_weight: 8.0 }, "{name}");
+            assert_eq!(r.context.session, session, "{name}");
+            // Only fusion and context depend on the model.
+            assert_eq!((r.recent, r.translation), (None, DEFAULT_TRANSLATION), "{name}");
+        }
+        // Every model of the manifest is known by name and by id alike.
+        for spec in &crate::models::Manifest::builtin().models {
+            assert_eq!(Ranking::for_model(&spec.name), Ranking::for_model(&spec.id), "{}", spec.name);
+        }
     }
 }

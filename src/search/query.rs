@@ -143,7 +143,8 @@ pub struct Query {
     /// Hits at most, 1 to [`MAX_LIMIT`]. Default: 10. The first `k` hits do not depend on the
     /// limit (up to [`crate::POOL_DEPTH`]).
     pub limit: usize,
-    /// How hits are ordered. Default: [`Ranking::default`].
+    /// How hits are ordered. Default: [`Ranking::default`], chosen for the default model;
+    /// [`crate::Index::default_ranking`] is the one chosen for an index's model.
     pub ranking: Ranking,
 }
 

@@ -201,6 +201,7 @@ impl Server {
             };
             let mode: SearchMode = p.mode.as_deref().map(str::parse).transpose()?.unwrap_or_default();
             let mut query = Query::new(p.query);
+            query.ranking = index.default_ranking();
             query.filter = filter;
             query.mode = Some(mode);
             query.limit = bounded("limit", p.limit, 8, 50)?;
