@@ -455,7 +455,8 @@ pub(crate) fn relevance(mode: SearchMode, fusion: Fusion, signals: &Signals, sco
         SearchMode::Hybrid => RELEVANCE_HYBRID,
     };
     // The hybrid curve was fitted on the default fusion's scores: any other fusion (another
-    // lexical weight included, see `Ranking::for_model`) reads the same signals through it.
+    // lexical weight included, see `Ranking::for_model`) reads the same signals through it
+    // (the context lift as this ranking measured it; recency left out, as for blend and RRF).
     let default_fusion =
         matches!(fusion, Fusion::Calibrated { lexical_weight } if lexical_weight == DEFAULT_LEXICAL_WEIGHT);
     let score = match mode {
