@@ -51,8 +51,9 @@ impl<'c> SearchBuilder<'c> {
         SearchBuilder { coll, query, vector, exact: None, ef: None }
     }
 
-    /// How much a hybrid hit's session and neighbouring messages lift it. Default:
-    /// [`Context::default`]; [`Context::NONE`] ranks by the fused score alone. Semantic and
+    /// How much a hybrid hit's session and neighbouring messages lift it. Default: the
+    /// collection's model's ([`Ranking::for_model`]; [`Context::default`] for the default
+    /// model); [`Context::NONE`] ranks by the fused score alone. Semantic and
     /// lexical modes rank by their own score only.
     pub fn context(mut self, context: Context) -> Self {
         self.query.ranking.context = context;
@@ -64,7 +65,8 @@ impl<'c> SearchBuilder<'c> {
         self.query.mode = Some(mode);
         self
     }
-    /// How hybrid search fuses the two signals. Default: [`Fusion::default`].
+    /// How hybrid search fuses the two signals. Default: the collection's model's
+    /// ([`Ranking::for_model`]; [`Fusion::default`] for the default model).
     pub fn fusion(mut self, fusion: Fusion) -> Self {
         self.query.ranking.fusion = fusion;
         self
