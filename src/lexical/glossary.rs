@@ -150,7 +150,7 @@ impl Glossary {
 
     /// Number of concepts.
     pub fn len(&self) -> usize {
-        self.all().len()
+        self.builtin_part().len() + self.concepts.len()
     }
 
     /// No concept.
@@ -160,8 +160,12 @@ impl Glossary {
 
     /// Every concept: the built-in ones (when held), then its own.
     fn all(&self) -> Vec<&Concept> {
-        let builtin: &[Concept] = if self.builtin { builtin_concepts() } else { &[] };
-        builtin.iter().chain(&self.concepts).collect()
+        self.builtin_part().iter().chain(&self.concepts).collect()
+    }
+
+    /// The built-in concepts, when this glossary holds them.
+    fn builtin_part(&self) -> &'static [Concept] {
+        if self.builtin { builtin_concepts() } else { &[] }
     }
 }
 
