@@ -206,7 +206,7 @@ impl<'c> SearchBuilder<'c> {
         let terms = words.highlight();
         let hits = shown(ranked, self.query.limit, std::slice::from_ref(&snapshot))?
             .into_iter()
-            .map(|(r, doc)| hit(r, doc, mode, &self.query, &terms, plan))
+            .map(|(r, doc)| hit(r, doc, &terms, plan))
             .collect();
         Ok(Hits { hits, plan })
     }
@@ -240,18 +240,10 @@ pub(crate) fn shown(
 }
 
 /// A ranked candidate and its document as a [`Hit`].
-pub(crate) fn hit(
-    r: fuse::Ranked,
-    doc: crate::Document,
-    mode: SearchMode,
-    query: &Query,
-    terms: &[String],
-    plan: Plan,
-) -> Hit {
-    let fuse::Ranked { candidate, score, folded, .. } = r;
+pub(crate) fn hit(r: fuse::Ranked, doc: crate::Document, terms: &[String], plan: Plan) -> Hit {
+    let fuse::Ranked { candidate, score, relevance, folded, .. } = r;
     let fuse::Candidate { chunk, signals, .. } = candidate;
     let snippet = if signals.lexical.is_some() { crate::lexical::snippet(&doc.content, terms, 160) } else { None };
-    let relevance = fuse::relevance(mode, query.ranking.fusion, &signals, score);
     Hit { doc, score, relevance, folded, chunk, signals, snippet, plan }
 }
 

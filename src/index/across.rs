@@ -276,7 +276,7 @@ impl Index {
             .into_iter()
             .map(|(r, doc)| {
                 let (project, plan) = (names[r.pool].clone(), plans[r.pool]);
-                ProjectHit { project, hit: crate::collection::hit(r, doc, mode, query, &terms, plan) }
+                ProjectHit { project, hit: crate::collection::hit(r, doc, &terms, plan) }
             })
             .collect();
         Ok(Across { found: hits, skipped })

@@ -22,14 +22,16 @@
 //! 5. **Fold** identical content of one session into its first hit.
 //!
 //! Semantic and lexical modes rank by their own calibrated signal. The readable
-//! [`Hit::relevance`](crate::Hit::relevance) is a logistic of the final score
-//! ([`relevance`]).
+//! [`Hit::relevance`](crate::Hit::relevance) is a logistic, fitted for each model, of the
+//! signals before recency ([`relevance`], [`Curves`]).
 
 use std::collections::HashMap;
 
 use crate::doc::DecisionStatus;
 use crate::search::fields::RankFields;
 use crate::search::mode::SearchMode;
+use crate::search::ranking::{Context, Fusion, Ranking, Recency, Signals};
+use crate::search::tuned::{Curves, relevance};
 
 /// How many documents each side (semantic, lexical) of each collection contributes to the
 /// pool, whatever the `limit` (unless `limit` is larger): the first `k` hits are the same for
@@ -38,170 +40,6 @@ pub const POOL_DEPTH: usize = 100;
 
 /// How many vectors of each collection the background sample holds.
 pub(crate) const BACKGROUND_SAMPLE: usize = 256;
-
-/// How hybrid search merges the semantic and the lexical signal.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub enum Fusion {
-    /// The calibrated sum (default): `z + lexical_weight · share`, where `z` is the cosine's
-    /// distance above the background in standard deviations and `share` the BM25 over the
-    /// query's reference (see the module documentation). Absolute: a document's score does
-    /// not depend on the other candidates.
-    Calibrated {
-        /// Weight of the lexical share; `0` ranks by meaning alone (then context applies).
-        lexical_weight: f32,
-    },
-    /// The blend of z-scores over the pool: `w · z(cos) + (1 − w) · z(bm25)`, mean and spread
-    /// taken over the candidates. Relative to the pool; kept for comparison.
-    Blend {
-        /// Weight of the semantic score, 0–1.
-        semantic_weight: f32,
-    },
-    /// Reciprocal rank fusion over the pool: each signal adds `1 / (k + rank)`. Kept for
-    /// comparison.
-    Rrf {
-        /// The rank offset (60 in the original paper).
-        k: f32,
-    },
-}
-
-impl Default for Fusion {
-    /// Chosen on the development halves of three sets (README, «How results are ranked»).
-    fn default() -> Self {
-        Fusion::Calibrated { lexical_weight: DEFAULT_LEXICAL_WEIGHT }
-    }
-}
-
-/// Chosen with multilingual-e5-small on the development halves (2026-11-24; 16 with
-/// all-MiniLM-L6-v2, whose meaning signal was weaker).
-const DEFAULT_LEXICAL_WEIGHT: f32 = 3.0;
-
-/// How hybrid search lets a hit's conversation lift it: a message whose session holds strong
-/// candidates, or whose neighbouring messages match too, is more likely what was asked for
-/// than an equally scored message alone (answers span turns; a topic lives in a session).
-/// Both weights multiply a score's distance above the background (calibrated fusion) or above
-/// the weakest candidate of the pool (the other fusions).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Context {
-    /// Weight of the best score in the hit's session (the hit itself included).
-    pub session: f32,
-    /// Weight of the better score of the two adjacent messages (by message index).
-    pub neighbours: f32,
-}
-
-impl Context {
-    /// No context: the fused ranking as it is.
-    pub const NONE: Context = Context { session: 0.0, neighbours: 0.0 };
-}
-
-impl Default for Context {
-    /// Chosen on the development halves of three sets (README, «How results are ranked»).
-    fn default() -> Self {
-        Context { session: 0.7, neighbours: 0.4 }
-    }
-}
-
-/// Optional preference for newer sessions: a hit's score (its distance above the background)
-/// is multiplied by `1 + weight · 2^(−age / half_life)`, age counted from `now`. An active
-/// decision counts as new whatever its age (it still holds); superseded and rejected
-/// decisions count as `−0.5` (they sink).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Recency {
-    /// Age at which the preference halves, in days. Default: 30.
-    pub half_life_days: f32,
-    /// How much a brand-new hit gains, as a share of its score. Default: 0.5.
-    pub weight: f32,
-    /// The time ages are counted from (milliseconds since the epoch). Default: now.
-    pub now_ms: i64,
-}
-
-impl Default for Recency {
-    fn default() -> Self {
-        Recency { half_life_days: 30.0, weight: 0.5, now_ms: chrono::Utc::now().timestamp_millis() }
-    }
-}
-
-/// How a search orders its hits: fusion, context, recency, translation. Default:
-/// [`Fusion::default`], [`Context::default`], no recency, [`DEFAULT_TRANSLATION`].
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Ranking {
-    /// How hybrid search merges the two signals.
-    pub fusion: Fusion,
-    /// How much a hybrid hit's session and neighbours lift it.
-    pub context: Context,
-    /// Prefer newer sessions (`None`: age does not matter).
-    pub recent: Option<Recency>,
-    /// How much a document counts that matches the query's words written in another language
-    /// (English, Chinese, Japanese, Korean; through [`crate::Glossary`], the built-in one of
-    /// the vocabulary of software work and any of one's own), as a share of the same match of
-    /// the query's own words: 0 turns
-    /// translation off, 1 counts it alike. Lexical and hybrid search. Default:
-    /// [`DEFAULT_TRANSLATION`].
-    #[serde(default = "default_translation")]
-    pub translation: f32,
-}
-
-impl Default for Ranking {
-    fn default() -> Self {
-        Ranking {
-            fusion: Fusion::default(),
-            context: Context::default(),
-            recent: None,
-            translation: DEFAULT_TRANSLATION,
-        }
-    }
-}
-
-impl Ranking {
-    /// The ranking chosen for the model whose vectors are searched (its manifest name or its
-    /// model id, as [`crate::Embedder::model_id`] gives it): the lexical weight and context
-    /// were chosen for each model on the development halves of the three sets (README, «How
-    /// results are ranked»). `multilingual-e5-small` and any model this build does not know
-    /// get [`Ranking::default`]; `all-minilm-l6-v2` weighs words by 8 (its meaning signal is
-    /// weaker than e5's), `potion-base-8m` by 8 with the lighter context 0.3 / 0.2. Recency
-    /// and translation are the defaults for every model.
-    pub fn for_model(model: &str) -> Ranking {
-        let (lexical_weight, context) = match model {
-            "all-minilm-l6-v2" | "all-MiniLM-L6-v2-onnx-int8" => (8.0, Context { session: 0.7, neighbours: 0.4 }),
-            "potion-base-8m" | "potion-base-8M" => (8.0, Context { session: 0.3, neighbours: 0.2 }),
-            _ => return Ranking::default(),
-        };
-        Ranking { fusion: Fusion::Calibrated { lexical_weight }, context, ..Ranking::default() }
-    }
-}
-
-/// The default [`Ranking::translation`], chosen on the development halves (README, «How
-/// results are ranked»).
-pub const DEFAULT_TRANSLATION: f32 = 0.75;
-
-fn default_translation() -> f32 {
-    DEFAULT_TRANSLATION
-}
-
-/// Which signals matched a hit, and how: the raw values, their calibrated forms, and what
-/// context and recency added.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Signals {
-    /// Cosine similarity of the best chunk, when semantic search ran.
-    pub semantic: Option<f32>,
-    /// 1-based rank in its collection's semantic list, when the document was in it.
-    pub semantic_rank: Option<usize>,
-    /// BM25 score, when the lexical index matched the document.
-    pub lexical: Option<f32>,
-    /// 1-based rank in its collection's lexical list.
-    pub lexical_rank: Option<usize>,
-    /// The words matched were the query's in another language (see [`Ranking::translation`]):
-    /// `lexical` is the BM25 that share of the query's own words would score.
-    #[serde(default)]
-    pub translated: bool,
-    /// The cosine's distance above the background, in standard deviations.
-    pub semantic_z: Option<f32>,
-    /// BM25 over the query's reference: the share of the query matched (1 ≈ every term once).
-    pub lexical_share: Option<f32>,
-    /// What the hit's session and neighbours added to the score.
-    pub context: f32,
-    /// What recency added to the score.
-    pub recency: f32,
-}
 
 /// How similar a collection's documents are to the query at all: moments of the query's
 /// cosine over a fixed sample, and how many vectors the sample stands for.
@@ -280,13 +118,15 @@ pub(crate) struct Pool {
     pub(crate) lexical: LexicalScale,
 }
 
-/// A ranked candidate: which pool it came from, the candidate, its final score, how many
-/// identical messages of its session were folded into it.
+/// A ranked candidate: which pool it came from, the candidate, its final score, its relevance
+/// (read with its pool's model's curves), how many identical messages of its session were
+/// folded into it.
 #[derive(Debug, Clone)]
 pub(crate) struct Ranked {
     pub(crate) pool: usize,
     pub(crate) candidate: Candidate,
     pub(crate) score: f32,
+    pub(crate) relevance: u8,
     pub(crate) folded: usize,
 }
 
@@ -299,6 +139,7 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking) -> Vec
     }
     let calibration: HashMap<String, (f32, f32)> =
         by_model.into_iter().map(|(m, b)| (m.to_string(), Background::mixture(&b).unwrap_or((0.0, 1.0)))).collect();
+    let curves: Vec<Curves> = pools.iter().map(|p| Curves::for_model(&p.model)).collect();
     let mut all: Vec<(usize, Candidate)> = Vec::new();
     for (i, pool) in pools.into_iter().enumerate() {
         let (mean, sd) = calibration[&pool.model];
@@ -378,7 +219,8 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking) -> Vec
             std::collections::hash_map::Entry::Occupied(at) => out[*at.get()].folded += 1,
             std::collections::hash_map::Entry::Vacant(slot) => {
                 slot.insert(out.len());
-                out.push(Ranked { pool, candidate, score: scores[i], folded: 0 });
+                let relevance = relevance(mode, &curves[pool], &candidate.signals);
+                out.push(Ranked { pool, candidate, score: scores[i], relevance, folded: 0 });
             }
         }
     }
@@ -442,48 +284,11 @@ fn freshness(fields: &RankFields, r: Recency) -> f32 {
     0.5f32.powf(age_days / r.half_life_days.max(1e-3))
 }
 
-/// The readable relevance of a final score, 0–100: `100 / (1 + e^−(a·score + b))`, with `a`
-/// and `b` fitted per mode on the development halves of the evaluation sets, so that among
-/// hits shown with relevance around `r`, roughly `r`% were an answer to the question on the
-/// held-out halves (README, «How results are ranked»). Hybrid scores of any other fusion
-/// (blend and RRF, relative to their pool; another lexical weight) are read as the default
-/// fusion would score the same signals.
-pub(crate) fn relevance(mode: SearchMode, fusion: Fusion, signals: &Signals, score: f32) -> u8 {
-    let (a, b) = match mode {
-        SearchMode::Semantic => RELEVANCE_SEMANTIC,
-        SearchMode::Lexical => RELEVANCE_LEXICAL,
-        SearchMode::Hybrid => RELEVANCE_HYBRID,
-    };
-    // The hybrid curve was fitted on the default fusion's scores: any other fusion (another
-    // lexical weight included, see `Ranking::for_model`) reads the same signals through it
-    // (the context lift as this ranking measured it; recency left out, as for blend and RRF).
-    let default_fusion =
-        matches!(fusion, Fusion::Calibrated { lexical_weight } if lexical_weight == DEFAULT_LEXICAL_WEIGHT);
-    let score = match mode {
-        SearchMode::Hybrid if !default_fusion => {
-            signals.semantic_z.unwrap_or(0.0)
-                + DEFAULT_LEXICAL_WEIGHT * signals.lexical_share.unwrap_or(0.0)
-                + signals.context
-        }
-        _ => score,
-    };
-    let p = 1.0 / (1.0 + (-(a * score + b)).exp());
-    (100.0 * p).round().clamp(0.0, 100.0) as u8
-}
-
-// Fitted by `cargo run --release --example ranking -- --fit` on the pooled hits of the
-// development halves (2026-11-26, multilingual-e5-small q4, λ 3, context 0.7 / 0.4, LoCoMo
-// turns imported with the turn they answer; lexical from 2026-11-23, kept: it does not
-// depend on the model, and the prompt hook's threshold reads it); refit when the model, the
-// fusion or what is embedded changes.
-const RELEVANCE_SEMANTIC: (f32, f32) = (0.955, -5.830);
-const RELEVANCE_LEXICAL: (f32, f32) = (1.575, -1.978);
-const RELEVANCE_HYBRID: (f32, f32) = (0.223, -4.555);
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::doc::{DocBody, Document, Role};
+    use std::collections::BTreeMap;
 
     thread_local! {
         /// The label ("session:index") of each test candidate, by external id.
@@ -747,55 +552,43 @@ mod tests {
     }
 
     #[test]
-    fn relevance_is_monotone_and_bounded() {
-        let s = Signals::default();
-        for mode in [SearchMode::Semantic, SearchMode::Lexical, SearchMode::Hybrid] {
-            let values: Vec<u8> = [-50.0, -5.0, 0.0, 3.0, 6.0, 9.0, 20.0, 200.0]
-                .iter()
-                .map(|&x| relevance(mode, Fusion::default(), &s, x))
-                .collect();
-            assert!(values.windows(2).all(|w| w[0] <= w[1]), "{mode:?}: {values:?}");
-            assert!(values[0] < 5 && values[7] > 95, "{mode:?}: {values:?}");
+    fn relevance_reads_the_signals_with_the_pools_model() {
+        let docs =
+            || vec![cand("a", 1, Some(0.9), Some(8.0)), cand("a", 5, Some(0.5), None), cand("b", 2, None, Some(4.0))];
+        let by_label = |r: Vec<Ranked>| -> BTreeMap<String, u8> { r.iter().map(|h| (label(h), h.relevance)).collect() };
+        let ranked = |model: &str, ranking: Ranking| {
+            by_label(rank(vec![Pool { model: model.into(), ..pool(docs()) }], SearchMode::Hybrid, &ranking))
+        };
+        for model in ["multilingual-e5-small", "all-MiniLM-L6-v2-onnx-int8", "potion-base-8M"] {
+            let own = Ranking { context: Context::NONE, ..Ranking::for_model(model) };
+            // Blend and RRF scores are relative to their pool, and another lexical weight
+            // orders differently: the relevance reads the same signals through the curve.
+            for fusion in [
+                Fusion::Blend { semantic_weight: 0.5 },
+                Fusion::Rrf { k: 60.0 },
+                Fusion::Calibrated { lexical_weight: 1.0 },
+            ] {
+                assert_eq!(ranked(model, Ranking { fusion, ..own }), ranked(model, own), "{model} {fusion:?}");
+            }
+            // Recency reorders without changing what a hit is worth.
+            let recent = Ranking { recent: Some(Recency { half_life_days: 1.0, weight: 5.0, now_ms: 0 }), ..own };
+            assert_eq!(ranked(model, recent), ranked(model, own), "{model}");
         }
-        // Blend and RRF scores are relative to their pool: their relevance reads the signals.
-        let strong = Signals { semantic_z: Some(8.0), lexical_share: Some(1.0), ..Default::default() };
-        let blend = Fusion::Blend { semantic_weight: 0.5 };
-        assert_eq!(
-            relevance(SearchMode::Hybrid, blend, &strong, -1.0),
-            relevance(SearchMode::Hybrid, Fusion::default(), &strong, 8.0 + DEFAULT_LEXICAL_WEIGHT)
-        );
-        // So is a calibrated fusion with another lexical weight (an English model's ranking):
-        // the same signals read alike, whatever the weight that ordered them.
-        let some = Signals { semantic_z: Some(2.0), lexical_share: Some(0.5), context: 1.0, ..Default::default() };
-        let default_score = 2.0 + DEFAULT_LEXICAL_WEIGHT * 0.5 + 1.0;
-        for w in [0.0, 8.0, 16.0] {
-            assert_eq!(
-                relevance(SearchMode::Hybrid, Fusion::Calibrated { lexical_weight: w }, &some, 2.0 + w * 0.5 + 1.0),
-                relevance(SearchMode::Hybrid, Fusion::default(), &some, default_score),
-                "lexical weight {w}"
-            );
-        }
-    }
-
-    #[test]
-    fn each_model_has_its_ranking() {
-        // e5 (by name or id) and any model this build does not know: the default.
-        for m in ["multilingual-e5-small", "multilingual-e5-small-q4", "hash-384", ""] {
-            assert_eq!(Ranking::for_model(m), Ranking::default(), "{m}");
-        }
-        for (name, id, session) in
-            [("all-minilm-l6-v2", "all-MiniLM-L6-v2-onnx-int8", 0.7), ("potion-base-8m", "potion-base-8M", 0.3)]
-        {
-            let r = Ranking::for_model(name);
-            assert_eq!(r, Ranking::for_model(id), "{name}");
-            assert_eq!(r.fusion, Fusion::Calibrated { lexical_weight: 8.0 }, "{name}");
-            assert_eq!(r.context.session, session, "{name}");
-            // Only fusion and context depend on the model.
-            assert_eq!((r.recent, r.translation), (None, DEFAULT_TRANSLATION), "{name}");
-        }
-        // Every model of the manifest is known by name and by id alike.
-        for spec in &crate::models::Manifest::builtin().models {
-            assert_eq!(Ranking::for_model(&spec.name), Ranking::for_model(&spec.id), "{}", spec.name);
-        }
+        // Each model reads with its own curves: MiniLM's hits with these signals answered less
+        // often than e5's.
+        let strong = Signals { semantic_z: Some(9.0), lexical_share: Some(1.0), ..Default::default() };
+        let e5 = relevance(SearchMode::Hybrid, &Curves::for_model("multilingual-e5-small"), &strong);
+        let mini = relevance(SearchMode::Hybrid, &Curves::for_model("all-minilm-l6-v2"), &strong);
+        assert!(mini < e5, "MiniLM {mini}, e5 {e5}");
+        // Two pools of two models in one search (a collection mid-migration): each hit reads
+        // with its own pool's model.
+        let pools = vec![
+            Pool { model: "multilingual-e5-small".into(), ..pool(vec![cand("a", 1, Some(0.9), None)]) },
+            Pool { model: "all-minilm-l6-v2".into(), ..pool(vec![cand("b", 1, Some(0.9), None)]) },
+        ];
+        let r = by_label(rank(pools, SearchMode::Semantic, &Ranking::default()));
+        assert!(r["b:1"] < r["a:1"], "{r:?}");
+        // An unknown model reads as e5.
+        assert_eq!(Curves::for_model("hash-384"), Curves::for_model("multilingual-e5-small-q4"));
     }
 }

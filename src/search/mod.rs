@@ -8,12 +8,15 @@ pub(crate) mod fuse;
 mod mode;
 pub(crate) mod plan;
 pub mod query;
+mod ranking;
+mod tuned;
 
 use crate::doc::Document;
+pub use fuse::POOL_DEPTH;
 pub(crate) use fuse::{Background, LexicalScale};
-pub use fuse::{Context, DEFAULT_TRANSLATION, Fusion, POOL_DEPTH, Ranking, Recency, Signals};
 pub use plan::{Plan, PlanPath};
 pub use query::{Filter, MAX_LIMIT, MAX_QUERY_BYTES, Query, SearchMode};
+pub use ranking::{Context, DEFAULT_TRANSLATION, Fusion, Ranking, Recency, Signals};
 
 /// One search result.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -25,7 +28,9 @@ pub struct Hit {
     /// (hybrid); see [`Ranking`]. Comparable across collections of one search.
     pub score: f32,
     /// The score as a person reads it, 0–100: roughly the percentage of hits shown with this
-    /// relevance that answered the question on held-out evaluation sets.
+    /// relevance that answered the question on held-out evaluation sets. Read with a curve
+    /// fitted for the collection's model and the search mode, from the signals before recency
+    /// (recency reorders hits, it does not make them more relevant).
     pub relevance: u8,
     /// How many other messages of the same session with identical content were folded into
     /// this hit.

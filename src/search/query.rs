@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 
 use crate::doc::DocKind;
 use crate::error::{Error, Result};
-use crate::search::fuse::{Fusion, Ranking};
 pub use crate::search::mode::SearchMode;
+use crate::search::ranking::{Fusion, Ranking};
 
 /// The most hits one search returns ([`Query::limit`]); more is [`Error::LimitTooLarge`].
 pub const MAX_LIMIT: usize = 1000;

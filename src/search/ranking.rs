@@ -1,0 +1,150 @@
+//! How a search orders its hits, as a caller chooses it ([`Ranking`]: [`Fusion`], [`Context`],
+//! [`Recency`], translation), and what each hit carries of its ranking ([`Signals`]). The
+//! ranking itself is [`super::fuse`]; the settings measured for each model are
+//! [`super::tuned`].
+
+/// How hybrid search merges the semantic and the lexical signal.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Fusion {
+    /// The calibrated sum (default): `z + lexical_weight · share`, where `z` is the cosine's
+    /// distance above the background in standard deviations and `share` the BM25 over the
+    /// query's reference (see the module documentation). Absolute: a document's score does
+    /// not depend on the other candidates.
+    Calibrated {
+        /// Weight of the lexical share; `0` ranks by meaning alone (then context applies).
+        lexical_weight: f32,
+    },
+    /// The blend of z-scores over the pool: `w · z(cos) + (1 − w) · z(bm25)`, mean and spread
+    /// taken over the candidates. Relative to the pool; kept for comparison.
+    Blend {
+        /// Weight of the semantic score, 0–1.
+        semantic_weight: f32,
+    },
+    /// Reciprocal rank fusion over the pool: each signal adds `1 / (k + rank)`. Kept for
+    /// comparison.
+    Rrf {
+        /// The rank offset (60 in the original paper).
+        k: f32,
+    },
+}
+
+impl Default for Fusion {
+    /// Chosen on the development halves of three sets (README, «How results are ranked»).
+    fn default() -> Self {
+        Fusion::Calibrated { lexical_weight: DEFAULT_LEXICAL_WEIGHT }
+    }
+}
+
+/// Chosen with multilingual-e5-small on the development halves (2026-11-24; 16 with
+/// all-MiniLM-L6-v2, whose meaning signal was weaker).
+const DEFAULT_LEXICAL_WEIGHT: f32 = 3.0;
+
+/// How hybrid search lets a hit's conversation lift it: a message whose session holds strong
+/// candidates, or whose neighbouring messages match too, is more likely what was asked for
+/// than an equally scored message alone (answers span turns; a topic lives in a session).
+/// Both weights multiply a score's distance above the background (calibrated fusion) or above
+/// the weakest candidate of the pool (the other fusions).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Context {
+    /// Weight of the best score in the hit's session (the hit itself included).
+    pub session: f32,
+    /// Weight of the better score of the two adjacent messages (by message index).
+    pub neighbours: f32,
+}
+
+impl Context {
+    /// No context: the fused ranking as it is.
+    pub const NONE: Context = Context { session: 0.0, neighbours: 0.0 };
+}
+
+impl Default for Context {
+    /// Chosen on the development halves of three sets (README, «How results are ranked»).
+    fn default() -> Self {
+        Context { session: 0.7, neighbours: 0.4 }
+    }
+}
+
+/// Optional preference for newer sessions: a hit's score (its distance above the background)
+/// is multiplied by `1 + weight · 2^(−age / half_life)`, age counted from `now`. An active
+/// decision counts as new whatever its age (it still holds); superseded and rejected
+/// decisions count as `−0.5` (they sink).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Recency {
+    /// Age at which the preference halves, in days. Default: 30.
+    pub half_life_days: f32,
+    /// How much a brand-new hit gains, as a share of its score. Default: 0.5.
+    pub weight: f32,
+    /// The time ages are counted from (milliseconds since the epoch). Default: now.
+    pub now_ms: i64,
+}
+
+impl Default for Recency {
+    fn default() -> Self {
+        Recency { half_life_days: 30.0, weight: 0.5, now_ms: chrono::Utc::now().timestamp_millis() }
+    }
+}
+
+/// How a search orders its hits: fusion, context, recency, translation. Default:
+/// [`Fusion::default`], [`Context::default`], no recency, [`DEFAULT_TRANSLATION`].
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Ranking {
+    /// How hybrid search merges the two signals.
+    pub fusion: Fusion,
+    /// How much a hybrid hit's session and neighbours lift it.
+    pub context: Context,
+    /// Prefer newer sessions (`None`: age does not matter).
+    pub recent: Option<Recency>,
+    /// How much a document counts that matches the query's words written in another language
+    /// (English, Chinese, Japanese, Korean; through [`crate::Glossary`], the built-in one of
+    /// the vocabulary of software work and any of one's own), as a share of the same match of
+    /// the query's own words: 0 turns
+    /// translation off, 1 counts it alike. Lexical and hybrid search. Default:
+    /// [`DEFAULT_TRANSLATION`].
+    #[serde(default = "default_translation")]
+    pub translation: f32,
+}
+
+impl Default for Ranking {
+    fn default() -> Self {
+        Ranking {
+            fusion: Fusion::default(),
+            context: Context::default(),
+            recent: None,
+            translation: DEFAULT_TRANSLATION,
+        }
+    }
+}
+
+/// The default [`Ranking::translation`], chosen on the development halves (README, «How
+/// results are ranked»).
+pub const DEFAULT_TRANSLATION: f32 = 0.75;
+
+fn default_translation() -> f32 {
+    DEFAULT_TRANSLATION
+}
+
+/// Which signals matched a hit, and how: the raw values, their calibrated forms, and what
+/// context and recency added.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Signals {
+    /// Cosine similarity of the best chunk, when semantic search ran.
+    pub semantic: Option<f32>,
+    /// 1-based rank in its collection's semantic list, when the document was in it.
+    pub semantic_rank: Option<usize>,
+    /// BM25 score, when the lexical index matched the document.
+    pub lexical: Option<f32>,
+    /// 1-based rank in its collection's lexical list.
+    pub lexical_rank: Option<usize>,
+    /// The words matched were the query's in another language (see [`Ranking::translation`]):
+    /// `lexical` is the BM25 that share of the query's own words would score.
+    #[serde(default)]
+    pub translated: bool,
+    /// The cosine's distance above the background, in standard deviations.
+    pub semantic_z: Option<f32>,
+    /// BM25 over the query's reference: the share of the query matched (1 ≈ every term once).
+    pub lexical_share: Option<f32>,
+    /// What the hit's session and neighbours added to the score.
+    pub context: f32,
+    /// What recency added to the score.
+    pub recency: f32,
+}

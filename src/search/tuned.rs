@@ -1,0 +1,150 @@
+//! What was measured for each embedding model: the ranking chosen for it
+//! ([`Ranking::for_model`]) and the curves its scores read as relevance by ([`Curves`],
+//! [`relevance`]). Both were chosen on the development halves of the evaluation sets
+//! (`examples/ranking.rs`; README, «How results are ranked»); a model this build does not know
+//! is read as e5, the default. Adding a model means measuring both here.
+
+use crate::search::mode::SearchMode;
+use crate::search::ranking::{Context, Fusion, Ranking, Signals};
+
+impl Ranking {
+    /// The ranking chosen for the model whose vectors are searched (its manifest name or its
+    /// model id, as [`crate::Embedder::model_id`] gives it): the lexical weight and context
+    /// were chosen for each model on the development halves of the three sets (README, «How
+    /// results are ranked»). `multilingual-e5-small` and any model this build does not know
+    /// get [`Ranking::default`]; `all-minilm-l6-v2` weighs words by 8 (its meaning signal is
+    /// weaker than e5's), `potion-base-8m` by 8 with the lighter context 0.3 / 0.2. Recency
+    /// and translation are the defaults for every model.
+    pub fn for_model(model: &str) -> Ranking {
+        let (lexical_weight, context) = match Tuned::of(model) {
+            Tuned::MiniLm => (8.0, Context { session: 0.7, neighbours: 0.4 }),
+            Tuned::Potion => (8.0, Context { session: 0.3, neighbours: 0.2 }),
+            Tuned::E5 => return Ranking::default(),
+        };
+        Ranking { fusion: Fusion::Calibrated { lexical_weight }, context, ..Ranking::default() }
+    }
+}
+
+/// The models whose ranking and relevance curves were measured, by manifest name or model id;
+/// any other model is read as e5 (the default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tuned {
+    E5,
+    MiniLm,
+    Potion,
+}
+
+impl Tuned {
+    fn of(model: &str) -> Tuned {
+        match model {
+            "all-minilm-l6-v2" | "all-MiniLM-L6-v2-onnx-int8" => Tuned::MiniLm,
+            "potion-base-8m" | "potion-base-8M" => Tuned::Potion,
+            _ => Tuned::E5,
+        }
+    }
+}
+
+/// How a model's scores read as relevance (see [`relevance`]): a logistic `(a, b)` for each of
+/// the two modes whose scores depend on the model, and the lexical weight the hybrid curve was
+/// fitted at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Curves {
+    semantic: (f32, f32),
+    hybrid: (f32, f32),
+    lexical_weight: f32,
+}
+
+impl Curves {
+    /// The curves fitted for `model` (manifest name or model id); e5's for a model this build
+    /// does not know.
+    pub(crate) fn for_model(model: &str) -> Curves {
+        // Fitted by `cargo run --release --example ranking -- [--model M] --fit` on the pooled
+        // hits of the development halves, each with the model's own ranking (README, «How
+        // results are ranked»); refit when a model, its ranking or what is embedded changes.
+        match Tuned::of(model) {
+            // 2026-11-26, multilingual-e5-small q4, λ 3, context 0.7 / 0.4, LoCoMo turns
+            // imported with the turn they answer.
+            Tuned::E5 => Curves { semantic: (0.955, -5.830), hybrid: (0.223, -4.555), lexical_weight: 3.0 },
+            // 2026-11-26 (evening), λ 8 with each model's context.
+            Tuned::MiniLm => Curves { semantic: (0.807, -6.036), hybrid: (0.104, -3.958), lexical_weight: 8.0 },
+            Tuned::Potion => Curves { semantic: (0.773, -5.886), hybrid: (0.155, -4.112), lexical_weight: 8.0 },
+        }
+    }
+}
+
+// Lexical scores do not depend on the model (fitted 2026-11-23 and kept: the prompt hook's
+// threshold reads it).
+const RELEVANCE_LEXICAL: (f32, f32) = (1.575, -1.978);
+
+/// The readable relevance of a hit, 0–100: `100 / (1 + e^−(a·s + b))`, with `a` and `b` fitted
+/// per model and mode on the development halves of the evaluation sets, so that among hits
+/// shown with relevance around `r`, roughly `r`% were an answer to the question on the
+/// held-out halves (README, «How results are ranked»). `s` is what the curve was fitted on: the
+/// semantic z or the lexical share, and for hybrid search `z + λ · share + context` with the λ
+/// of the model's curve, whatever fusion ordered the hits (blend and RRF scores are relative to
+/// their pool; another lexical weight would read differently). Recency reorders hits without
+/// changing their relevance.
+pub(crate) fn relevance(mode: SearchMode, curves: &Curves, signals: &Signals) -> u8 {
+    let z = signals.semantic_z.unwrap_or(0.0);
+    let share = signals.lexical_share.unwrap_or(0.0);
+    let ((a, b), s) = match mode {
+        SearchMode::Semantic => (curves.semantic, z),
+        SearchMode::Lexical => (RELEVANCE_LEXICAL, share),
+        SearchMode::Hybrid => (curves.hybrid, z + curves.lexical_weight * share + signals.context),
+    };
+    let p = 1.0 / (1.0 + (-(a * s + b)).exp());
+    (100.0 * p).round().clamp(0.0, 100.0) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::ranking::DEFAULT_TRANSLATION;
+
+    #[test]
+    fn relevance_is_monotone_and_bounded() {
+        for model in ["multilingual-e5-small", "all-minilm-l6-v2", "potion-base-8m"] {
+            let curves = Curves::for_model(model);
+            for mode in [SearchMode::Semantic, SearchMode::Lexical, SearchMode::Hybrid] {
+                let values: Vec<u8> = [-50.0f32, -5.0, 0.0, 3.0, 6.0, 9.0, 20.0, 200.0]
+                    .iter()
+                    .map(|&x| {
+                        let s = match mode {
+                            SearchMode::Lexical => Signals { lexical_share: Some(x), ..Default::default() },
+                            _ => Signals { semantic_z: Some(x), ..Default::default() },
+                        };
+                        relevance(mode, &curves, &s)
+                    })
+                    .collect();
+                assert!(values.windows(2).all(|w| w[0] <= w[1]), "{model} {mode:?}: {values:?}");
+                assert!(values[0] < 5 && values[7] > 95, "{model} {mode:?}: {values:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn each_model_has_its_ranking_and_curves() {
+        // e5 (by name or id) and any model this build does not know: the default.
+        for m in ["multilingual-e5-small", "multilingual-e5-small-q4", "hash-384", ""] {
+            assert_eq!(Ranking::for_model(m), Ranking::default(), "{m}");
+        }
+        for (name, id, session) in
+            [("all-minilm-l6-v2", "all-MiniLM-L6-v2-onnx-int8", 0.7), ("potion-base-8m", "potion-base-8M", 0.3)]
+        {
+            let r = Ranking::for_model(name);
+            assert_eq!(r, Ranking::for_model(id), "{name}");
+            assert_eq!(r.fusion, Fusion::Calibrated { lexical_weight: 8.0 }, "{name}");
+            assert_eq!(r.context.session, session, "{name}");
+            // Only fusion and context depend on the model.
+            assert_eq!((r.recent, r.translation), (None, DEFAULT_TRANSLATION), "{name}");
+        }
+        // Every model of the manifest is known by name and by id alike, and its hybrid curve
+        // was fitted at its ranking's lexical weight (change one, refit the other).
+        for spec in &crate::models::Manifest::builtin().models {
+            assert_eq!(Ranking::for_model(&spec.name), Ranking::for_model(&spec.id), "{}", spec.name);
+            assert_eq!(Curves::for_model(&spec.name), Curves::for_model(&spec.id), "{}", spec.name);
+            let lexical_weight = Curves::for_model(&spec.name).lexical_weight;
+            assert_eq!(Ranking::for_model(&spec.name).fusion, Fusion::Calibrated { lexical_weight }, "{}", spec.name);
+        }
+    }
+}
