@@ -24,6 +24,9 @@
 //! held-out part. `CONVDEX_EVAL_DEVELOPMENT_ONLY=1` leaves the held-out part out (for work on
 //! rules or features), `CONVDEX_EVAL_MISSES=1` lists the out-of-fold misses too.
 //!
+//! Each split's report carries a 95 % interval of its precision and recall over resamples of its
+//! sessions (`interval`): how far the figures could move on other sessions like its own.
+//!
 //! Each labelled message is read among its session's messages as indexing makes them
 //! (`derive::session::documents`), so the message before it is the one indexing would pass.
 //!
@@ -301,6 +304,44 @@ fn scores<'a, 'b: 'a>(outcomes: impl IntoIterator<Item = &'a Outcome<'b>>) -> Sc
     Scores { precision, recall, f1, positives, predicted }
 }
 
+/// How far a split's precision and recall could move on other sessions like its own: the
+/// 2.5th and 97.5th percentiles of each over 2,000 resamples of its sessions with replacement
+/// (a session's messages stay together, as they do in the split), from a fixed seed.
+fn interval(outcomes: &[&Outcome<'_>]) -> ((f64, f64), (f64, f64)) {
+    let mut by_session: BTreeMap<String, Vec<&Outcome<'_>>> = BTreeMap::new();
+    for o in outcomes {
+        by_session.entry(session_of(&o.label.file)).or_default().push(o);
+    }
+    let sessions: Vec<Vec<&Outcome<'_>>> = by_session.into_values().collect();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        // SplitMix64: the same resamples on every run.
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let (mut precision, mut recall) = (Vec::new(), Vec::new());
+    for _ in 0..2000 {
+        let sample =
+            (0..sessions.len()).flat_map(|_| sessions[(next() % sessions.len() as u64) as usize].iter().copied());
+        let s = scores(sample);
+        if !s.precision.is_nan() {
+            precision.push(s.precision);
+        }
+        if !s.recall.is_nan() {
+            recall.push(s.recall);
+        }
+    }
+    let range = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let at = |q: f64| v.get(((v.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(f64::NAN);
+        (at(0.025), at(0.975))
+    };
+    (range(precision), range(recall))
+}
+
 /// The buckets of confidence precision is reported by.
 const BUCKETS: [(f32, f32); 3] = [(0.0, 0.6), (0.6, 0.75), (0.75, 1.01)];
 
@@ -327,6 +368,11 @@ fn report(split: &str, outcomes: &[&Outcome<'_>], misses: bool) -> Scores {
         s.recall,
         s.f1,
         s.predicted
+    );
+    let ((p_lo, p_hi), (r_lo, r_hi)) = interval(outcomes);
+    println!(
+        "  95% interval over its sessions (resampled): precision {p_lo:.2}–{p_hi:.2}, recall {r_lo:.2}–{r_hi:.2} ({} sessions)",
+        outcomes.iter().map(|o| session_of(&o.label.file)).collect::<std::collections::HashSet<_>>().len()
     );
     let mut families: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for o in outcomes.iter().filter(|o| o.label.decision) {
