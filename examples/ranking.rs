@@ -19,8 +19,10 @@
 //! `--data` keeps the indexes between runs (default: a temporary directory; one sub-directory
 //! per model; indexes another build of the example made are rebuilt); `--multilingual FILE`
 //! asks another multilingual set of the same columns (default `tests/data/multilingual.tsv`;
-//! `tests/data/multilingual_2.tsv` is the second set); `--sweep` adds fusion and context settings; `--fit` fits the relevance curve on
-//! the development halves and prints its reliability on the test halves; `--translation` adds
+//! `tests/data/multilingual_2.tsv` and `_3.tsv` are the second and third sets); `--sweep` adds
+//! fusion and context settings; `--fit` fits the model's semantic, lexical and hybrid relevance
+//! curves on the development halves (the constants of `src/search/tuned.rs`) and prints how the
+//! relevance shown reads against answers on the test halves; `--translation` adds
 //! lexical and hybrid search with translation weights (`RANKING_TRANSLATION=w,…`); `--dev-only` asks
 //! the development halves only (to explore without looking at the test halves).
 
