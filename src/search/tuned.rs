@@ -65,7 +65,7 @@ impl Curves {
             // 2026-11-26, multilingual-e5-small q4, λ 3, context 0.7 / 0.4, LoCoMo turns
             // imported with the turn they answer.
             Tuned::E5 => Curves { semantic: (0.955, -5.830), hybrid: (0.223, -4.555), lexical_weight: 3.0 },
-            // 2026-11-26 (evening), λ 8 with each model's context.
+            // 2026-11-26 (afternoon), λ 8 with each model's context.
             Tuned::MiniLm => Curves { semantic: (0.807, -6.036), hybrid: (0.104, -3.958), lexical_weight: 8.0 },
             Tuned::Potion => Curves { semantic: (0.773, -5.886), hybrid: (0.155, -4.112), lexical_weight: 8.0 },
         }
