@@ -365,7 +365,7 @@ fn corpus_placeholders_survive_and_literal_credentials_do_not() {
     assert!(kept > 0);
 }
 
-/// The multilingual retrieval sets (`tests/data/multilingual.tsv`, `_2.tsv`, `_3.tsv`)
+/// The multilingual retrieval sets (`tests/data/multilingual.tsv`, `_2.tsv` to `_4.tsv`)
 /// stay usable as the corpus changes: seven columns, a fixed split and kind, and each question
 /// names a transcript of the corpus, named after the session it names, with messages (parsed as
 /// indexing parses it). Each set has 30 questions at least, a third of them cross-lingual, and
@@ -374,7 +374,7 @@ fn corpus_placeholders_survive_and_literal_credentials_do_not() {
 fn multilingual_sets_name_real_sessions() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut seen = std::collections::HashSet::new();
-    for name in ["multilingual.tsv", "multilingual_2.tsv", "multilingual_3.tsv"] {
+    for name in ["multilingual.tsv", "multilingual_2.tsv", "multilingual_3.tsv", "multilingual_4.tsv"] {
         let text = std::fs::read_to_string(data.join(name)).unwrap();
         let rows: Vec<Vec<&str>> = text
             .lines()
