@@ -45,7 +45,8 @@ struct Concept {
 /// comment line. A concept needs forms in two languages at least; a Chinese, Japanese or
 /// Korean form needs two characters at least (shorter ones are too ambiguous and are left out).
 ///
-/// [`Glossary::builtin`] is convdex's own (324 concepts of the vocabulary of software work).
+/// [`Glossary::builtin`] is convdex's own (359 concepts of the vocabulary of software work and
+/// of a desktop's everyday settings).
 /// [`crate::Index::open`] adds the concepts of `glossary.tsv` in the data directory, when there
 /// is one; a library user sets [`crate::CollectionOptions::glossary`].
 #[derive(Clone, Default)]
