@@ -357,11 +357,13 @@ fn build_stamp() -> anyhow::Result<String> {
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let flag = |f: &str| args.iter().any(|a| a == f);
+    // The value after a flag (`--data DIR`, `--model NAME`, `--multilingual FILE`).
+    let value = |f: &str| args.iter().position(|a| a == f).and_then(|i| args.get(i + 1));
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir()?;
-    let data = args.iter().position(|a| a == "--data").and_then(|i| args.get(i + 1)).map(PathBuf::from);
+    let data = value("--data").map(PathBuf::from);
     let mut options = Options::default();
-    if let Some(m) = args.iter().position(|a| a == "--model").and_then(|i| args.get(i + 1)) {
+    if let Some(m) = value("--model") {
         options.embed = options.embed.model(m.clone());
     }
     let model = options.embed.spec()?.name.clone();
@@ -390,11 +392,7 @@ fn main() -> anyhow::Result<()> {
     let loaded = locomo::import(&loc, &locomo::read()?)?;
     std::fs::write(&stamp_file, &stamp)?;
     let cc = claude_cases(&root)?;
-    let ml_file = args
-        .iter()
-        .position(|a| a == "--multilingual")
-        .and_then(|i| args.get(i + 1))
-        .map_or_else(|| root.join("tests/data/multilingual.tsv"), PathBuf::from);
+    let ml_file = value("--multilingual").map_or_else(|| root.join("tests/data/multilingual.tsv"), PathBuf::from);
     let ml = multilingual_cases(&ml_file)?;
     let sessions: HashSet<String> = claude.each(None, |_, c| c.sessions())?.found.into_iter().flatten().collect();
     for c in cc.iter().chain(&ml) {
