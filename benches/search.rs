@@ -10,7 +10,9 @@
 //! and scored by recall@10 against the exact scan, with both searches' p50 (the walk forced,
 //! the scan forced); `CONVDEX_BENCH_HNSW=16:100,16:64` picks the sets (M:ef_construction).
 //! `CONVDEX_BENCH_PARTS=translation` times lexical search over the shared transcripts with the
-//! query's translation off and on (see [`translation`]).
+//! query's translation off and on (see [`translation`]); `CONVDEX_BENCH_PARTS=gloss` times
+//! search by meaning with the real default model and the query's glosses off and on (see
+//! [`gloss`]).
 
 mod common;
 
@@ -57,6 +59,9 @@ fn main() {
     let parts = std::env::var("CONVDEX_BENCH_PARTS").unwrap_or_else(|_| "engine".into());
     if parts.contains("translation") {
         translation();
+    }
+    if parts.contains("gloss") {
+        gloss();
     }
     for n in sizes {
         if parts.contains("engine") {
@@ -108,6 +113,69 @@ fn translation() {
                 let mut query = convdex::Query::new(q.clone());
                 query.mode = Some(SearchMode::Lexical);
                 query.ranking.translation = w;
+                let t = Instant::now();
+                idx.search(None, &query).unwrap();
+                times.push(t.elapsed());
+            }
+        }
+        let (p50, p95) = (common::pct_ms(times.clone(), 0.5), common::pct_ms(times, 0.95));
+        let base = *base.get_or_insert(p50);
+        println!("| {w} | {p50:.2} | {p95:.2} | {:.2}× |", p50 / base);
+    }
+}
+
+/// What glossing the query costs a search by meaning ([`convdex::Ranking::gloss`]: one more
+/// query embedding per gloss): two small projects of the shared transcripts indexed with the
+/// real default model, every question of the five multilingual sets of `tests/data/` asked
+/// across them in semantic mode with glosses off and on, 3 rounds. The cost does not depend on
+/// the size of the index: it is the model's.
+fn gloss() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let idx = Index::open(dir.path(), Options::default()).unwrap();
+    let roots: Vec<_> = common::corpus_roots(&root.join("../shared/data/transcripts"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("tyzerrr") || p.to_string_lossy().contains("Eiji1202"))
+        .collect();
+    convdex::index_paths(&idx, &roots, &convdex::IndexOptions::default()).unwrap();
+    let mut queries: Vec<String> = Vec::new();
+    let mut sets: Vec<_> = std::fs::read_dir(root.join("tests/data"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("multilingual")))
+        .collect();
+    sets.sort();
+    for set in &sets {
+        let text = std::fs::read_to_string(set).unwrap();
+        let lines = text.lines().filter(|l| !l.starts_with('#') && !l.is_empty());
+        queries.extend(lines.filter_map(|l| l.split('\t').nth(6).map(str::to_string)));
+    }
+    let glossary = convdex::Glossary::builtin();
+    let glosses: usize = queries.iter().map(|q| glossary.glosses(q).len()).sum();
+    let on = match convdex::Ranking::default().gloss {
+        w if w > 0.0 => w,
+        _ => 1.0,
+    };
+    println!();
+    println!(
+        "## gloss: {} questions ({} glosses in all, {:.1} a question), semantic search, {}, 3 rounds",
+        queries.len(),
+        glosses,
+        glosses as f64 / queries.len().max(1) as f64,
+        idx.embedder().unwrap().model_id()
+    );
+    println!();
+    println!("| gloss | p50 ms | p95 ms | vs off (p50) |");
+    println!("|---:|---:|---:|---:|");
+    let mut base = None;
+    for w in [0.0, on] {
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            for q in &queries {
+                let mut query = convdex::Query::new(q.clone());
+                query.mode = Some(SearchMode::Semantic);
+                query.ranking.gloss = w;
                 let t = Instant::now();
                 idx.search(None, &query).unwrap();
                 times.push(t.elapsed());

@@ -23,7 +23,8 @@
 //! fusion and context settings; `--fit` fits the model's semantic, lexical and hybrid relevance
 //! curves on the development halves (the constants of `src/search/tuned.rs`) and prints how the
 //! relevance shown reads against answers on the test halves; `--translation` adds
-//! lexical and hybrid search with translation weights (`RANKING_TRANSLATION=w,…`); `--dev-only` asks
+//! lexical and hybrid search with translation weights (`RANKING_TRANSLATION=w,…`); `--gloss`
+//! semantic and hybrid search with gloss weights (`RANKING_GLOSS=w,…`); `--dev-only` asks
 //! the development halves only (to explore without looking at the test halves).
 
 use std::collections::{BTreeMap, HashSet};
@@ -405,7 +406,10 @@ fn main() -> anyhow::Result<()> {
         Config { label: "semantic".into(), mode: SearchMode::Semantic, ranking: d },
         Config { label: "lexical".into(), mode: SearchMode::Lexical, ranking: d },
         Config {
-            label: format!("hybrid (default: {:?}, {:?}, translation {})", d.fusion, d.context, d.translation),
+            label: format!(
+                "hybrid (default: {:?}, {:?}, translation {}, gloss {})",
+                d.fusion, d.context, d.translation, d.gloss
+            ),
             mode: SearchMode::Hybrid,
             ranking: d,
         },
@@ -435,6 +439,22 @@ fn main() -> anyhow::Result<()> {
                     label: format!("{mode:?}, translation {w}").to_lowercase(),
                     mode,
                     ranking: Ranking { translation: w, ..d },
+                });
+            }
+        }
+    }
+    if flag("--gloss") {
+        // `RANKING_GLOSS=w,...` replaces the weights tried (semantic and hybrid search).
+        let weights: Vec<f32> = match std::env::var("RANKING_GLOSS") {
+            Ok(v) => v.split(',').filter_map(|x| x.parse().ok()).collect(),
+            Err(_) => vec![0.0, 0.25, 0.5, 1.0],
+        };
+        for w in weights {
+            for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+                configs.push(Config {
+                    label: format!("{mode:?}, gloss {w}").to_lowercase(),
+                    mode,
+                    ranking: Ranking { gloss: w, ..d },
                 });
             }
         }

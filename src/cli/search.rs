@@ -58,7 +58,8 @@ pub struct SearchArgs {
     pub half_life: f32,
     /// Match words in the query's own language only: no translation through the built-in
     /// glossary (by default an English word also matches its Chinese, Japanese and Korean
-    /// forms, and the reverse, at 0.75 of a match of the word itself).
+    /// forms, and the reverse, at 0.75 of a match of the word itself), and no glosses on the
+    /// meaning side when a ranking asks for them (`Ranking::gloss`; off by default).
     #[arg(long)]
     pub no_translate: bool,
     /// List sessions instead of messages: each session ranked by its best hit among the best
@@ -94,6 +95,7 @@ impl SearchArgs {
         query.limit = self.limit;
         if self.no_translate {
             query.ranking.translation = 0.0;
+            query.ranking.gloss = 0.0;
         }
         if self.recent {
             query.ranking.recent = Some(Recency { half_life_days: self.half_life, ..Recency::default() });

@@ -32,7 +32,7 @@ pub use migrate::{MigrationProgress, MigrationReport};
 pub use pending::{EmbedProgress, EmbedReport};
 pub use read::CollectionStats;
 pub use search::SearchBuilder;
-pub(crate) use search::{hit, shown};
+pub(crate) use search::{hit, query_vector, shown};
 pub use write::AddReport;
 pub(crate) use write::SessionWrite;
 

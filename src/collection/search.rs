@@ -8,9 +8,10 @@ use redb::{ReadableDatabase, ReadableTableMetadata};
 use super::Collection;
 use crate::ann::Ann;
 use crate::doc::DocKind;
+use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::ids::{DocSet, VectorId};
-use crate::lexical::QueryWords;
+use crate::lexical::{Glossary, QueryWords};
 use crate::search::fuse::{self, Pool};
 use crate::search::plan::{self, Route, Settings, Shape};
 use crate::search::query::{self, Filter, Query, SearchMode};
@@ -84,7 +85,14 @@ impl<'c> SearchBuilder<'c> {
         self.query.ranking.translation = weight;
         self
     }
-    /// Replaces the whole ranking (fusion, context, recency, translation).
+    /// How much the query's glosses count in the vector semantic search asks with
+    /// ([`Ranking::gloss`]; 0 asks with the query's own vector only). Default: the
+    /// collection's model's ([`Ranking::for_model`]).
+    pub fn gloss(mut self, weight: f32) -> Self {
+        self.query.ranking.gloss = weight;
+        self
+    }
+    /// Replaces the whole ranking (fusion, context, recency, translation, gloss).
     pub fn ranking(mut self, ranking: Ranking) -> Self {
         self.query.ranking = ranking;
         self
@@ -197,7 +205,12 @@ impl<'c> SearchBuilder<'c> {
                 Some(v)
             }
             (None, SearchMode::Lexical) => None,
-            (None, _) => Some(coll.embedder().embed_query(&self.query.text)?),
+            (None, _) => Some(query_vector(
+                coll.embedder().as_ref(),
+                &self.query.text,
+                self.query.ranking.gloss,
+                &coll.options.glossary,
+            )?),
         };
         let route = RouteOverride { exact: self.exact, ef: self.ef };
         let words = QueryWords::new(&self.query.text, self.query.ranking.translation, &coll.options.glossary);
@@ -210,6 +223,25 @@ impl<'c> SearchBuilder<'c> {
             .collect();
         Ok(Hits { hits, plan })
     }
+}
+
+/// The vector semantic search asks with: the query's own, plus `gloss` times the mean of its
+/// glosses' ([`crate::Ranking::gloss`]; the query rewritten through `glossary` in the other
+/// languages it has words for), normalised.
+pub(crate) fn query_vector(embedder: &dyn Embedder, text: &str, gloss: f32, glossary: &Glossary) -> Result<Vec<f32>> {
+    let mut v = embedder.embed_query(text)?;
+    let glosses = if gloss > 0.0 { glossary.glosses(text) } else { Vec::new() };
+    if glosses.is_empty() {
+        return Ok(v);
+    }
+    let w = gloss / glosses.len() as f32;
+    for g in &glosses {
+        for (x, y) in v.iter_mut().zip(embedder.embed_query(g)?) {
+            *x += w * y;
+        }
+    }
+    crate::embed::normalize(&mut v);
+    Ok(v)
 }
 
 /// The documents of a collection as a pool found them (a read snapshot): the ranking reads
@@ -438,4 +470,27 @@ fn cosines(ann: &Ann, query: &[f32], docs: &[u64]) -> std::collections::HashMap<
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_query_vector_adds_its_glosses_at_their_weight() {
+        let e = crate::HashEmbedder::new(64);
+        let g = crate::Glossary::builtin();
+        let q = "数据库迁移到新的分支";
+        let own = e.embed_query(q).unwrap();
+        assert_eq!(query_vector(&e, q, 0.0, &g).unwrap(), own, "weight 0: the query's own vector");
+        let unknown = "hello there";
+        assert_eq!(query_vector(&e, unknown, 1.0, &g).unwrap(), e.embed_query(unknown).unwrap(), "nothing to gloss");
+        let glossed = query_vector(&e, q, 0.5, &g).unwrap();
+        let norm: f32 = glossed.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "normalised: {norm}");
+        let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+        let english = e.embed_query(&g.glosses(q)[0]).unwrap();
+        assert!(dot(&glossed, &english) > dot(&own, &english), "moved towards the gloss");
+        assert!(dot(&glossed, &own) > dot(&glossed, &english), "the query's own vector still leads");
+    }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::collection::Collection;
+use crate::collection::{Collection, query_vector};
 use crate::doc::{DecisionStatus, DocBody, DocKind, Document};
 use crate::error::{Error, Result};
 use crate::index::{CollectionInfo, Index, Skipped};
@@ -210,6 +210,7 @@ impl Index {
         query: &Query,
     ) -> Result<Across<Vec<ProjectHit>>> {
         let mut vectors: std::collections::HashMap<String, Vec<f32>> = std::collections::HashMap::new();
+        let glossary = &self.options().collection.glossary;
         let opened = if query.mode == Some(SearchMode::Lexical) {
             open()?
         } else {
@@ -228,7 +229,7 @@ impl Index {
                 // A model that cannot load is reported when the first collection asks for
                 // the vector.
                 if let Ok(e) = self.embedder()
-                    && let Ok(v) = e.embed_query(&query.text)
+                    && let Ok(v) = query_vector(e.as_ref(), &query.text, query.ranking.gloss, glossary)
                 {
                     vectors.insert(e.model_id().to_string(), v);
                 }
@@ -246,7 +247,8 @@ impl Index {
                 }
                 let model = c.embedder().model_id().to_string();
                 if !vectors.contains_key(&model) {
-                    vectors.insert(model.clone(), c.embedder().embed_query(&query.text)?);
+                    let v = query_vector(c.embedder().as_ref(), &query.text, query.ranking.gloss, glossary)?;
+                    vectors.insert(model.clone(), v);
                 }
                 Ok((mode, Some(model)))
             }));
@@ -256,7 +258,7 @@ impl Index {
         let _open: Vec<Arc<Collection>> = opened.found.iter().map(|(_, c)| Arc::clone(c)).collect();
         // The query's words and their translations, made once for every collection (they share
         // this index's glossary) and for the snippets.
-        let words = QueryWords::new(&query.text, query.ranking.translation, &self.options().collection.glossary);
+        let words = QueryWords::new(&query.text, query.ranking.translation, glossary);
         let Across { found, skipped } = self.each_of_parallel(opened, modes, |mode, info, c| {
             let (mode, model) = mode?;
             let vector = model.and_then(|m| vectors.get(&m)).map(Vec::as_slice);

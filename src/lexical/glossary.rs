@@ -30,12 +30,14 @@ enum Lang {
 
 const LANGS: [Lang; 4] = [Lang::English, Lang::Chinese, Lang::Japanese, Lang::Korean];
 
-/// One concept: its forms per language (each form as analyzed terms), and for the Chinese,
-/// Japanese and Korean forms their text (matched as a substring of the query).
+/// One concept: its forms per language (each form as analyzed terms), for the Chinese,
+/// Japanese and Korean forms their text (matched as a substring of the query), and the text of
+/// each language's first form (what a gloss writes, [`Glossary::glosses`]).
 #[derive(Debug, Default, Clone)]
 struct Concept {
     forms: [Vec<Vec<String>>; 4],
     cjk_text: [Vec<String>; 4],
+    first: [Option<String>; 4],
 }
 
 /// Concepts in English, Chinese, Japanese and Korean through which a query's words are also
@@ -118,6 +120,7 @@ impl Glossary {
                     if cjk {
                         c.cjk_text[k].push(form.to_string());
                     }
+                    c.first[k].get_or_insert_with(|| form.to_string());
                     c.forms[k].push(t);
                 }
             }
@@ -185,13 +188,13 @@ struct Found {
 }
 
 impl Glossary {
-    /// The query written in each other language it has glossary words for; empty when the glossary
-    /// knows none of its words or the query quotes a phrase.
-    pub(crate) fn translations(&self, text: &str) -> Vec<LexicalQuery> {
+    /// The concepts the query holds, where: every glossary form found in `text`, the longest
+    /// where forms overlap (the same form in two languages, kanji shared by Chinese and
+    /// Japanese, counts for both). Nothing for a query that quotes a phrase.
+    fn found(&self, glossary: &[&Concept], text: &str) -> Vec<Found> {
         if text.contains('"') {
             return Vec::new();
         }
-        let glossary = self.all();
         let words: Vec<_> = analyze(text).into_iter().filter(|t| t.position_length == 1).collect();
         let mut found: Vec<Found> = Vec::new();
         for (ci, c) in glossary.iter().enumerate() {
@@ -216,8 +219,7 @@ impl Glossary {
                 }
             }
         }
-        // Longest first; a match inside a longer one's span is dropped (the same form in two
-        // languages, kanji shared by Chinese and Japanese, counts for both).
+        // Longest first; a match inside a longer one's span is dropped.
         found.sort_by(|a, b| b.len.cmp(&a.len).then(a.span.cmp(&b.span)).then(a.concept.cmp(&b.concept)));
         let mut kept: Vec<Found> = Vec::new();
         for f in found {
@@ -228,6 +230,61 @@ impl Glossary {
                 kept.push(f);
             }
         }
+        kept
+    }
+
+    /// The query's text rewritten in each other language it has glossary words for: each
+    /// concept found in another language replaced by its first form in that one, everything
+    /// else (the words the glossary does not know, identifiers, punctuation) as it was. What
+    /// the meaning side embeds beside the query ([`crate::Ranking::gloss`]); empty when the
+    /// glossary knows none of its words or the query quotes a phrase.
+    pub fn glosses(&self, text: &str) -> Vec<String> {
+        let glossary = self.all();
+        let mut kept = self.found(&glossary, text);
+        // Spans in text order; of two overlapping matches (one concept in two languages over
+        // the same characters) the first stands.
+        kept.sort_by_key(|k| (k.span.0, std::cmp::Reverse(k.span.1)));
+        let mut out = Vec::new();
+        for li in 0..LANGS.len() {
+            let mut gloss = String::with_capacity(text.len() * 2);
+            let (mut at, mut changed) = (0, false);
+            for k in &kept {
+                if k.span.0 < at {
+                    continue;
+                }
+                let Some(form) = glossary[k.concept].first[li].as_deref() else { continue };
+                if k.lang == li || glossary[k.concept].forms[li].is_empty() {
+                    continue;
+                }
+                gloss.push_str(&text[at..k.span.0]);
+                // Words of scripts written with spaces stay apart from their neighbours.
+                let spaced = LANGS[li] == Lang::English || LANGS[li] == Lang::Korean;
+                if spaced && !gloss.is_empty() && !gloss.ends_with(' ') {
+                    gloss.push(' ');
+                }
+                gloss.push_str(form);
+                if spaced && text[k.span.1..].chars().next().is_some_and(|c| c != ' ') {
+                    gloss.push(' ');
+                }
+                at = k.span.1;
+                changed = true;
+            }
+            if changed {
+                gloss.push_str(&text[at..]);
+                // Kanji shared by Chinese and Japanese rewrite to themselves.
+                if gloss != text && !out.contains(&gloss) {
+                    out.push(gloss);
+                }
+            }
+        }
+        out
+    }
+
+    /// The query written in each other language it has glossary words for; empty when the glossary
+    /// knows none of its words or the query quotes a phrase.
+    pub(crate) fn translations(&self, text: &str) -> Vec<LexicalQuery> {
+        let glossary = self.all();
+        let kept = self.found(&glossary, text);
         if kept.is_empty() {
             return Vec::new();
         }
@@ -326,6 +383,23 @@ mod tests {
         assert!(!words.iter().chain(&english.optional).any(|w| w.chars().any(is_cjk)), "no Chinese left: {words:?}");
         // Japanese and Korean too: the same concepts in their words.
         assert_eq!(t.len(), 3, "English, Japanese, Korean");
+    }
+
+    #[test]
+    fn a_gloss_rewrites_the_known_words_and_keeps_the_rest_of_the_text() {
+        let g = Glossary::builtin();
+        let zh = g.glosses("数据库迁移到新的分支 after v2");
+        let english = zh.iter().find(|t| t.contains("database")).expect("an English gloss");
+        assert!(english.contains("branch") && english.contains("after v2"), "{english}");
+        assert!(english.contains("新的"), "words the glossary does not know stay: {english}");
+        assert!(!english.contains("数据库") && !english.contains("分支"), "{english}");
+        assert!(zh.iter().any(|t| t.contains("データベース")) && zh.iter().any(|t| t.contains("데이터베이스")));
+        let en = g.glosses("set the environment variable on this branch");
+        let chinese = en.iter().find(|t| t.contains("环境变量")).expect("a Chinese gloss");
+        assert!(chinese.contains("分支") && chinese.contains(" on this "), "{chinese}");
+        assert!(en.iter().all(|t| t != "set the environment variable on this branch"), "no gloss repeats the query");
+        assert!(g.glosses("\"the database\" schema").is_empty(), "a quoted phrase is asked exactly");
+        assert!(g.glosses("hello there").is_empty());
     }
 
     #[test]

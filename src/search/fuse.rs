@@ -355,6 +355,7 @@ mod tests {
         context: Context::NONE,
         recent: None,
         translation: 0.0,
+        gloss: 0.0,
     };
 
     #[test]

@@ -193,6 +193,9 @@ pub(crate) fn validate_ranking(r: &Ranking) -> Result<()> {
     if !(0.0..=10.0).contains(&r.translation) {
         return bad("the translation weight", r.translation, "within 0..=10");
     }
+    if !(0.0..=10.0).contains(&r.gloss) {
+        return bad("the gloss weight", r.gloss, "within 0..=10");
+    }
     if let Some(rec) = r.recent {
         if !(rec.half_life_days > 0.0 && rec.half_life_days.is_finite()) {
             return bad("the recency half-life (days)", rec.half_life_days, "above 0");
@@ -259,5 +262,7 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(r.validate(), Err(Error::InvalidArgument(m)) if m.contains("half-life")));
+        r.ranking = Ranking { gloss: -1.0, ..Default::default() };
+        assert!(matches!(r.validate(), Err(Error::InvalidArgument(m)) if m.contains("gloss")));
     }
 }

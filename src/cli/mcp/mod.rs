@@ -56,8 +56,9 @@ pub struct SearchParams {
     /// ones sink. Default false.
     pub recent: Option<bool>,
     /// Also match the query's words in English, Chinese, Japanese and Korean through the
-    /// glossary (a Chinese question finds an English message by its words). Default true;
-    /// false matches the query's own words only.
+    /// glossary (a Chinese question finds an English message by its words), and ask the
+    /// meaning side with the query's glosses too when the model's ranking does. Default true;
+    /// false asks with the query's own words and vector only.
     pub translate: Option<bool>,
     /// List sessions instead of messages ("which session was it?"): each ranked by its best
     /// hit, with its best hits; `limit` then counts sessions. Default false.
@@ -210,6 +211,7 @@ impl Server {
             }
             if !p.translate.unwrap_or(true) {
                 query.ranking.translation = 0.0;
+                query.ranking.gloss = 0.0;
             }
             let by_session = p.sessions.unwrap_or(false);
             // The data dir's warm helper answers when one runs (this process then opens no
