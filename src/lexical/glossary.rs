@@ -245,7 +245,7 @@ impl Glossary {
         // the same characters) the first stands.
         kept.sort_by_key(|k| (k.span.0, std::cmp::Reverse(k.span.1)));
         let mut out = Vec::new();
-        for li in 0..LANGS.len() {
+        for (li, lang) in LANGS.iter().enumerate() {
             let mut gloss = String::with_capacity(text.len() * 2);
             let (mut at, mut changed) = (0, false);
             for k in &kept {
@@ -256,21 +256,21 @@ impl Glossary {
                 if k.lang == li || glossary[k.concept].forms[li].is_empty() {
                     continue;
                 }
-                gloss.push_str(&text[at..k.span.0]);
+                gloss.push_str(text.get(at..k.span.0).unwrap_or_default());
                 // Words of scripts written with spaces stay apart from their neighbours.
-                let spaced = LANGS[li] == Lang::English || LANGS[li] == Lang::Korean;
+                let spaced = matches!(lang, Lang::English | Lang::Korean);
                 if spaced && !gloss.is_empty() && !gloss.ends_with(' ') {
                     gloss.push(' ');
                 }
                 gloss.push_str(form);
-                if spaced && text[k.span.1..].chars().next().is_some_and(|c| c != ' ') {
+                if spaced && text.get(k.span.1..).and_then(|t| t.chars().next()).is_some_and(|c| c != ' ') {
                     gloss.push(' ');
                 }
                 at = k.span.1;
                 changed = true;
             }
             if changed {
-                gloss.push_str(&text[at..]);
+                gloss.push_str(text.get(at..).unwrap_or_default());
                 // Kanji shared by Chinese and Japanese rewrite to themselves.
                 if gloss != text && !out.contains(&gloss) {
                     out.push(gloss);
