@@ -85,12 +85,7 @@ fn translation() {
     let t = Instant::now();
     let report = convdex::index_paths(&idx, &roots, &convdex::IndexOptions::default()).unwrap();
     let indexed = t.elapsed().as_secs_f64();
-    let mut queries: Vec<String> = std::fs::read_to_string(root.join("tests/data/multilingual.tsv"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .filter_map(|l| l.split('\t').nth(6).map(str::to_string))
-        .collect();
+    let mut queries = questions(&root.join("tests/data/multilingual.tsv"));
     let cases: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("tests/data/search_queries.json")).unwrap()).unwrap();
     let found = |v: &serde_json::Value| v.get("query").and_then(|q| q.as_str()).map(str::to_string);
@@ -103,25 +98,9 @@ fn translation() {
         report.sessions_new
     );
     println!();
-    println!("| translation | p50 ms | p95 ms | vs off (p50) |");
-    println!("|---:|---:|---:|---:|");
-    let mut base = None;
-    for w in [0.0, convdex::DEFAULT_TRANSLATION] {
-        let mut times = Vec::new();
-        for _ in 0..5 {
-            for q in &queries {
-                let mut query = convdex::Query::new(q.clone());
-                query.mode = Some(SearchMode::Lexical);
-                query.ranking.translation = w;
-                let t = Instant::now();
-                idx.search(None, &query).unwrap();
-                times.push(t.elapsed());
-            }
-        }
-        let (p50, p95) = (common::pct_ms(times.clone(), 0.5), common::pct_ms(times, 0.95));
-        let base = *base.get_or_insert(p50);
-        println!("| {w} | {p50:.2} | {p95:.2} | {:.2}× |", p50 / base);
-    }
+    latency_rows(&idx, &queries, 5, SearchMode::Lexical, "translation", [0.0, convdex::DEFAULT_TRANSLATION], |q, w| {
+        q.ranking.translation = w;
+    });
 }
 
 /// What glossing the query costs a search by meaning ([`convdex::Ranking::gloss`]: one more
@@ -138,7 +117,6 @@ fn gloss() {
         .filter(|p| p.to_string_lossy().contains("tyzerrr") || p.to_string_lossy().contains("Eiji1202"))
         .collect();
     convdex::index_paths(&idx, &roots, &convdex::IndexOptions::default()).unwrap();
-    let mut queries: Vec<String> = Vec::new();
     let mut sets: Vec<_> = std::fs::read_dir(root.join("tests/data"))
         .unwrap()
         .flatten()
@@ -146,11 +124,7 @@ fn gloss() {
         .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("multilingual")))
         .collect();
     sets.sort();
-    for set in &sets {
-        let text = std::fs::read_to_string(set).unwrap();
-        let lines = text.lines().filter(|l| !l.starts_with('#') && !l.is_empty());
-        queries.extend(lines.filter_map(|l| l.split('\t').nth(6).map(str::to_string)));
-    }
+    let queries: Vec<String> = sets.iter().flat_map(|set| questions(set)).collect();
     let glossary = convdex::Glossary::builtin();
     let glosses: usize = queries.iter().map(|q| glossary.glosses(q).len()).sum();
     let on = match convdex::Ranking::default().gloss {
@@ -166,16 +140,40 @@ fn gloss() {
         idx.embedder().unwrap().model_id()
     );
     println!();
-    println!("| gloss | p50 ms | p95 ms | vs off (p50) |");
+    latency_rows(&idx, &queries, 3, SearchMode::Semantic, "gloss", [0.0, on], |q, w| q.ranking.gloss = w);
+}
+
+/// The questions (column 7) of a multilingual set in `tests/data/`.
+fn questions(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split('\t').nth(6).map(str::to_string))
+        .collect()
+}
+
+/// One table of search latency: every question asked `rounds` times in `mode` at each weight
+/// (`set` puts the weight into the query), p50, p95 and the ratio to the first weight's p50.
+fn latency_rows(
+    idx: &Index,
+    queries: &[String],
+    rounds: usize,
+    mode: SearchMode,
+    name: &str,
+    weights: [f32; 2],
+    set: impl Fn(&mut convdex::Query, f32),
+) {
+    println!("| {name} | p50 ms | p95 ms | vs off (p50) |");
     println!("|---:|---:|---:|---:|");
     let mut base = None;
-    for w in [0.0, on] {
+    for w in weights {
         let mut times = Vec::new();
-        for _ in 0..3 {
-            for q in &queries {
+        for _ in 0..rounds {
+            for q in queries {
                 let mut query = convdex::Query::new(q.clone());
-                query.mode = Some(SearchMode::Semantic);
-                query.ranking.gloss = w;
+                query.mode = Some(mode);
+                set(&mut query, w);
                 let t = Instant::now();
                 idx.search(None, &query).unwrap();
                 times.push(t.elapsed());
