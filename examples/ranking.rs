@@ -119,6 +119,16 @@ fn multilingual_cases(file: &Path) -> anyhow::Result<Vec<Case>> {
     Ok(out)
 }
 
+/// A ranking weight swept by a flag (`--translation`, `--gloss`): its env var, the weights tried
+/// by default, the two modes it is tried in, and how it is put into a [`Ranking`].
+struct Weighted {
+    name: &'static str,
+    var: &'static str,
+    default: &'static [f32],
+    modes: [SearchMode; 2],
+    set: fn(&mut Ranking, f32),
+}
+
 /// One ranking configuration.
 struct Config {
     label: String,
@@ -427,35 +437,37 @@ fn main() -> anyhow::Result<()> {
     if only_sweep {
         configs.clear();
     }
-    if flag("--translation") {
-        // `RANKING_TRANSLATION=w,...` replaces the weights tried (lexical and hybrid search).
-        let weights: Vec<f32> = match std::env::var("RANKING_TRANSLATION") {
-            Ok(v) => v.split(',').filter_map(|x| x.parse().ok()).collect(),
-            Err(_) => vec![0.0, 0.25, 0.5, 0.75, 1.0],
-        };
-        for w in weights {
-            for mode in [SearchMode::Lexical, SearchMode::Hybrid] {
-                configs.push(Config {
-                    label: format!("{mode:?}, translation {w}").to_lowercase(),
-                    mode,
-                    ranking: Ranking { translation: w, ..d },
-                });
-            }
+    // `RANKING_TRANSLATION=w,...` (lexical and hybrid search) and `RANKING_GLOSS=w,...` (semantic
+    // and hybrid search) replace the weights tried.
+    let weighted = [
+        Weighted {
+            name: "translation",
+            var: "RANKING_TRANSLATION",
+            default: &[0.0, 0.25, 0.5, 0.75, 1.0],
+            modes: [SearchMode::Lexical, SearchMode::Hybrid],
+            set: |r, w| r.translation = w,
+        },
+        Weighted {
+            name: "gloss",
+            var: "RANKING_GLOSS",
+            default: &[0.0, 0.25, 0.5, 1.0],
+            modes: [SearchMode::Semantic, SearchMode::Hybrid],
+            set: |r, w| r.gloss = w,
+        },
+    ];
+    for Weighted { name, var, default, modes, set } in weighted {
+        if !flag(&format!("--{name}")) {
+            continue;
         }
-    }
-    if flag("--gloss") {
-        // `RANKING_GLOSS=w,...` replaces the weights tried (semantic and hybrid search).
-        let weights: Vec<f32> = match std::env::var("RANKING_GLOSS") {
+        let weights: Vec<f32> = match std::env::var(var) {
             Ok(v) => v.split(',').filter_map(|x| x.parse().ok()).collect(),
-            Err(_) => vec![0.0, 0.25, 0.5, 1.0],
+            Err(_) => default.to_vec(),
         };
         for w in weights {
-            for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
-                configs.push(Config {
-                    label: format!("{mode:?}, gloss {w}").to_lowercase(),
-                    mode,
-                    ranking: Ranking { gloss: w, ..d },
-                });
+            for mode in modes {
+                let mut ranking = d;
+                set(&mut ranking, w);
+                configs.push(Config { label: format!("{mode:?}, {name} {w}").to_lowercase(), mode, ranking });
             }
         }
     }
