@@ -248,17 +248,18 @@ impl Glossary {
         for (li, lang) in LANGS.iter().enumerate() {
             let mut gloss = String::with_capacity(text.len() * 2);
             let (mut at, mut changed) = (0, false);
+            // Words of scripts written with spaces stay apart from their neighbours.
+            let spaced = matches!(lang, Lang::English | Lang::Korean);
             for k in &kept {
                 if k.span.0 < at {
                     continue;
                 }
+                // `first` holds a form exactly when the concept has words in this language.
                 let Some(form) = glossary[k.concept].first[li].as_deref() else { continue };
-                if k.lang == li || glossary[k.concept].forms[li].is_empty() {
+                if k.lang == li {
                     continue;
                 }
                 gloss.push_str(text.get(at..k.span.0).unwrap_or_default());
-                // Words of scripts written with spaces stay apart from their neighbours.
-                let spaced = matches!(lang, Lang::English | Lang::Korean);
                 if spaced && !gloss.is_empty() && !gloss.ends_with(' ') {
                     gloss.push(' ');
                 }
