@@ -365,16 +365,18 @@ fn corpus_placeholders_survive_and_literal_credentials_do_not() {
     assert!(kept > 0);
 }
 
-/// The multilingual retrieval sets (`tests/data/multilingual.tsv`, `_2.tsv` to `_4.tsv`)
+/// The multilingual retrieval sets (`tests/data/multilingual.tsv`, `_2.tsv` to `_6.tsv`)
 /// stay usable as the corpus changes: seven columns, a fixed split and kind, and each question
-/// names a transcript of the corpus, named after the session it names, with messages (parsed as
-/// indexing parses it). Each set has 30 questions at least, a third of them cross-lingual, and
+/// names a transcript of the corpus with messages (parsed as indexing parses it), named after
+/// the session it names or a sub-agent's transcript of it (`<session>/subagents/agent-*.jsonl`). Each set has 30 questions at least, a third of them cross-lingual, and
 /// no question appears twice across the sets.
 #[test]
 fn multilingual_sets_name_real_sessions() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut seen = std::collections::HashSet::new();
-    for name in ["multilingual.tsv", "multilingual_2.tsv", "multilingual_3.tsv", "multilingual_4.tsv"] {
+    let sets =
+        ["multilingual.tsv", "multilingual_2.tsv", "multilingual_3.tsv", "multilingual_4.tsv", "multilingual_5.tsv"];
+    for name in sets.into_iter().chain(["multilingual_6.tsv"]) {
         let text = std::fs::read_to_string(data.join(name)).unwrap();
         let rows: Vec<Vec<&str>> = text
             .lines()
@@ -389,9 +391,12 @@ fn multilingual_sets_name_real_sessions() {
             let (split, kind, file, session, query) = (r[1], r[2], r[4], r[5], r[6]);
             assert!(["dev", "test"].contains(&split) && ["same", "cross", "mixed"].contains(&kind), "{name}: {r:?}");
             assert!(seen.insert(query.to_string()), "{name}: asked twice: {query}");
-            // convdex names a session by its transcript's file name.
+            // convdex names a session by its transcript's file name; a sub-agent's transcript
+            // belongs to the session of the folder above `subagents`.
             let path = shared().join("transcripts").join(file);
-            assert_eq!(path.file_stem().and_then(|s| s.to_str()), Some(session), "{name}: {r:?}");
+            let named = |p: Option<&Path>| p.and_then(|p| p.file_stem()).and_then(|s| s.to_str()) == Some(session);
+            let sub = path.parent().filter(|d| d.ends_with("subagents")).and_then(Path::parent);
+            assert!(named(Some(&path)) || (sub.is_some() && named(sub)), "{name}: {r:?}");
             let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {}: {e}", path.display()));
             let parsed = convdex::ingest::claude::parse(&bytes);
             assert!(!parsed.messages.is_empty(), "{name}: {file} has no message");
