@@ -59,7 +59,9 @@ pub struct SearchArgs {
     /// Match words in the query's own language only: no translation through the built-in
     /// glossary (by default an English word also matches its Chinese, Japanese and Korean
     /// forms, and the reverse, at 0.75 of a match of the word itself), and no glosses on the
-    /// meaning side when a ranking asks for them (`Ranking::gloss`; off by default).
+    /// meaning side (by default a Chinese, Japanese or Korean question's vector also carries
+    /// its glossary words written in the other languages, with the default model;
+    /// `Ranking::gloss`).
     #[arg(long)]
     pub no_translate: bool,
     /// List sessions instead of messages: each session ranked by its best hit among the best

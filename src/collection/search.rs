@@ -227,10 +227,12 @@ impl<'c> SearchBuilder<'c> {
 
 /// The vector semantic search asks with: the query's own, plus `gloss` times the mean of its
 /// glosses' ([`crate::Ranking::gloss`]; the query rewritten through `glossary` in the other
-/// languages it has words for), normalised.
+/// languages it has words for), normalised. Only a query written partly in Chinese, Japanese
+/// or Korean script is glossed: an English query asks with its own vector.
 pub(crate) fn query_vector(embedder: &dyn Embedder, text: &str, gloss: f32, glossary: &Glossary) -> Result<Vec<f32>> {
     let mut v = embedder.embed_query(text)?;
-    let glosses = if gloss > 0.0 { glossary.glosses(text) } else { Vec::new() };
+    let glossed = gloss > 0.0 && text.chars().any(crate::lexical::tokenize::is_cjk);
+    let glosses = if glossed { glossary.glosses(text) } else { Vec::new() };
     if glosses.is_empty() {
         return Ok(v);
     }
@@ -485,6 +487,10 @@ mod tests {
         assert_eq!(query_vector(&e, q, 0.0, &g).unwrap(), own, "weight 0: the query's own vector");
         let unknown = "hello there";
         assert_eq!(query_vector(&e, unknown, 1.0, &g).unwrap(), e.embed_query(unknown).unwrap(), "nothing to gloss");
+        // An English query the glossary could write in Chinese asks with its own vector.
+        let english_q = "migrate the database to the new branch";
+        assert!(!g.glosses(english_q).is_empty(), "the glossary knows its words");
+        assert_eq!(query_vector(&e, english_q, 1.0, &g).unwrap(), e.embed_query(english_q).unwrap(), "English");
         let glossed = query_vector(&e, q, 0.5, &g).unwrap();
         let norm: f32 = glossed.iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((norm - 1.0).abs() < 1e-4, "normalised: {norm}");

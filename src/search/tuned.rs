@@ -13,16 +13,16 @@ impl Ranking {
     /// were chosen for each model on the development halves of the three sets (README, «How
     /// results are ranked»). `multilingual-e5-small` and any model this build does not know
     /// get [`Ranking::default`]; `all-minilm-l6-v2` weighs words by 8 (its meaning signal is
-    /// weaker than e5's), `potion-base-8m` by 8 with the lighter context 0.3 / 0.2. No model
-    /// glosses the query by default (with the English models a gloss lost Claude Code cases on
-    /// the test halves). Recency and translation are the defaults for every model.
+    /// weaker than e5's), `potion-base-8m` by 8 with the lighter context 0.3 / 0.2, and neither
+    /// glosses the query (`gloss` 0; e5 glosses at [`crate::DEFAULT_GLOSS`]). Recency and
+    /// translation are the defaults for every model.
     pub fn for_model(model: &str) -> Ranking {
         let (lexical_weight, context) = match Tuned::of(model) {
             Tuned::MiniLm => (8.0, Context { session: 0.7, neighbours: 0.4 }),
             Tuned::Potion => (8.0, Context { session: 0.3, neighbours: 0.2 }),
             Tuned::E5 => return Ranking::default(),
         };
-        Ranking { fusion: Fusion::Calibrated { lexical_weight }, context, ..Ranking::default() }
+        Ranking { fusion: Fusion::Calibrated { lexical_weight }, context, gloss: 0.0, ..Ranking::default() }
     }
 }
 
@@ -100,7 +100,7 @@ pub(crate) fn relevance(mode: SearchMode, curves: &Curves, signals: &Signals) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::ranking::{DEFAULT_GLOSS, DEFAULT_TRANSLATION};
+    use crate::search::ranking::DEFAULT_TRANSLATION;
 
     #[test]
     fn relevance_is_monotone_and_bounded() {
@@ -138,7 +138,7 @@ mod tests {
             assert_eq!(r.context.session, session, "{name}");
             // Only fusion and context depend on the model.
             assert_eq!((r.recent, r.translation), (None, DEFAULT_TRANSLATION), "{name}");
-            assert_eq!(r.gloss, DEFAULT_GLOSS, "{name}");
+            assert_eq!(r.gloss, 0.0, "{name}");
         }
         // Every model of the manifest is known by name and by id alike, and its hybrid curve
         // was fitted at its ranking's lexical weight (change one, refit the other).
