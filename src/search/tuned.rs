@@ -136,7 +136,7 @@ mod tests {
             assert_eq!(r, Ranking::for_model(id), "{name}");
             assert_eq!(r.fusion, Fusion::Calibrated { lexical_weight: 8.0 }, "{name}");
             assert_eq!(r.context.session, session, "{name}");
-            // Only fusion and context depend on the model.
+            // Fusion, context and gloss depend on the model; recency and translation do not.
             assert_eq!((r.recent, r.translation), (None, DEFAULT_TRANSLATION), "{name}");
             assert_eq!(r.gloss, 0.0, "{name}");
         }
