@@ -230,15 +230,18 @@ impl<'c> SearchBuilder<'c> {
 /// languages it has words for), normalised. Only a query written partly in Chinese, Japanese
 /// or Korean script is glossed: an English query asks with its own vector.
 pub(crate) fn query_vector(embedder: &dyn Embedder, text: &str, gloss: f32, glossary: &Glossary) -> Result<Vec<f32>> {
-    let mut v = embedder.embed_query(text)?;
     let glossed = gloss > 0.0 && text.chars().any(crate::lexical::tokenize::is_cjk);
     let glosses = if glossed { glossary.glosses(text) } else { Vec::new() };
     if glosses.is_empty() {
-        return Ok(v);
+        return embedder.embed_query(text);
     }
+    // The question and its glosses in one call (one batch for a model that runs batches).
+    let texts: Vec<&str> = std::iter::once(text).chain(glosses.iter().map(String::as_str)).collect();
+    let mut vectors = embedder.embed_queries(&texts)?.into_iter();
+    let mut v = vectors.next().unwrap_or_default();
     let w = gloss / glosses.len() as f32;
-    for g in &glosses {
-        for (x, y) in v.iter_mut().zip(embedder.embed_query(g)?) {
+    for g in vectors {
+        for (x, y) in v.iter_mut().zip(g) {
             *x += w * y;
         }
     }

@@ -351,6 +351,10 @@ impl Embedder for FastEmbedder {
         Ok(self.embed_with(&self.spec.query_prefix, &[text])?.pop().unwrap_or_default())
     }
 
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.embed_with(&self.spec.query_prefix, texts)
+    }
+
     fn token_offsets(&self, text: &str) -> Vec<(usize, usize)> {
         let mut model = self.model.lock().unwrap_or_else(|e| e.into_inner());
         let offsets = model.tokenizer.offsets(text);

@@ -79,6 +79,13 @@ impl Embedder for LazyEmbedder {
         self.model()?.embed_query(text)
     }
 
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.model()?.embed_queries(texts)
+    }
+
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());

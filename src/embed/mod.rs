@@ -61,6 +61,11 @@ pub trait Embedder: Send + Sync {
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         self.embed_one(text)
     }
+    /// Embeds several search queries, as [`Embedder::embed_query`] embeds each; results in
+    /// input order. Default: one at a time; a model that runs batches embeds them in one.
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        texts.iter().map(|t| self.embed_query(t)).collect()
+    }
     /// Maximum number of tokens the model reads, special tokens and prefix included; longer
     /// texts are truncated, so callers split them first (see [`Embedder::token_offsets`]).
     fn max_tokens(&self) -> usize {

