@@ -497,7 +497,7 @@ mod tests {
         let glossed = query_vector(&e, q, 0.5, &g).unwrap();
         let norm: f32 = glossed.iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((norm - 1.0).abs() < 1e-4, "normalised: {norm}");
-        let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+        use crate::vector::dot;
         let english = e.embed_query(&g.glosses(q)[0]).unwrap();
         assert!(dot(&glossed, &english) > dot(&own, &english), "moved towards the gloss");
         assert!(dot(&glossed, &own) > dot(&glossed, &english), "the query's own vector still leads");

@@ -109,7 +109,9 @@ pub struct Ranking {
     /// the query, their mean added to its vector at this weight (then normalised). 0 asks
     /// the query's own vector only. Only a query written partly in Chinese, Japanese or Korean
     /// script is glossed (an English query's glosses moved English answers away). Semantic
-    /// and hybrid search; each gloss costs one more query embedding. Default: [`DEFAULT_GLOSS`].
+    /// and hybrid search; the glosses are embedded in one batch with the query. Default:
+    /// [`DEFAULT_GLOSS`], also when a serialised ranking leaves the field out, whatever the
+    /// model: start from [`Ranking::for_model`] to get an English model's 0.
     #[serde(default = "default_gloss")]
     pub gloss: f32,
 }
