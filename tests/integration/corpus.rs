@@ -365,7 +365,7 @@ fn corpus_placeholders_survive_and_literal_credentials_do_not() {
     assert!(kept > 0);
 }
 
-/// The multilingual retrieval sets (`tests/data/multilingual.tsv`, `_2.tsv` to `_6.tsv`)
+/// The multilingual retrieval sets (`tests/data/multilingual.tsv`, `_2.tsv` to `_7.tsv`)
 /// stay usable as the corpus changes: seven columns, a fixed split and kind, and each question
 /// names a transcript of the corpus with messages (parsed as indexing parses it), named after
 /// the session it names or a sub-agent's transcript of it (`<session>/subagents/agent-*.jsonl`). Each set has 30 questions at least, a third of them cross-lingual, and
@@ -376,7 +376,7 @@ fn multilingual_sets_name_real_sessions() {
     let mut seen = std::collections::HashSet::new();
     let sets =
         ["multilingual.tsv", "multilingual_2.tsv", "multilingual_3.tsv", "multilingual_4.tsv", "multilingual_5.tsv"];
-    for name in sets.into_iter().chain(["multilingual_6.tsv"]) {
+    for name in sets.into_iter().chain(["multilingual_6.tsv", "multilingual_7.tsv"]) {
         let text = std::fs::read_to_string(data.join(name)).unwrap();
         let rows: Vec<Vec<&str>> = text
             .lines()
