@@ -375,9 +375,9 @@ fn multilingual_sets_name_real_sessions() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut seen = std::collections::HashSet::new();
     let sets =
-        ["multilingual.tsv", "multilingual_2.tsv", "multilingual_3.tsv", "multilingual_4.tsv", "multilingual_5.tsv"];
-    for name in sets.into_iter().chain(["multilingual_6.tsv", "multilingual_7.tsv"]) {
-        let text = std::fs::read_to_string(data.join(name)).unwrap();
+        ["multilingual.tsv"].into_iter().map(String::from).chain((2..=7).map(|n| format!("multilingual_{n}.tsv")));
+    for name in sets {
+        let text = std::fs::read_to_string(data.join(&name)).unwrap();
         let rows: Vec<Vec<&str>> = text
             .lines()
             .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
