@@ -37,6 +37,11 @@ fn same_text_same_vector() {
     assert_eq!(a, b);
 }
 
+/// The largest absolute difference between two vectors' components.
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max)
+}
+
 #[test]
 fn batch_equals_one_by_one_and_keeps_input_order() {
     let texts = [
@@ -48,7 +53,7 @@ fn batch_equals_one_by_one_and_keeps_input_order() {
     let batch = model().embed(&texts).unwrap();
     for (t, b) in texts.iter().zip(&batch) {
         let one = model().embed_one(t).unwrap();
-        let max = one.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+        let max = max_abs_diff(&one, b);
         assert!(max < 1e-5, "{t}: max diff {max}");
     }
 }
@@ -62,11 +67,11 @@ fn queries_in_one_batch_equal_queries_one_by_one() {
     assert_eq!(batch.len(), texts.len());
     for (t, b) in texts.iter().zip(&batch) {
         let one = model().embed_query(t).unwrap();
-        let max = one.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+        let max = max_abs_diff(&one, b);
         assert!(max < 1e-5, "{t}: max diff {max}");
     }
     let passage = model().embed_one(texts[1]).unwrap();
-    let diff = passage.iter().zip(&batch[1]).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+    let diff = max_abs_diff(&passage, &batch[1]);
     assert!(diff > 1e-3, "embedded as a query, not as a passage: max diff {diff}");
     assert!(model().embed_queries(&[]).unwrap().is_empty());
 }
