@@ -60,8 +60,9 @@ pub struct SearchArgs {
     /// glossary (by default an English word also matches its Chinese, Japanese and Korean
     /// forms, and the reverse, at 0.75 of a match of the word itself), and no glosses on the
     /// meaning side (by default a Chinese, Japanese or Korean question's vector also carries
-    /// its glossary words written in the other languages, with the default model;
-    /// `Ranking::gloss`).
+    /// its glossary words written in the other languages, and an English question also asks,
+    /// in a project written partly in Chinese, Japanese or Korean, with its words written in
+    /// those languages, with the default model; `Ranking::gloss`).
     #[arg(long)]
     pub no_translate: bool,
     /// List sessions instead of messages: each session ranked by its best hit among the best

@@ -32,7 +32,7 @@ pub use migrate::{MigrationProgress, MigrationReport};
 pub use pending::{EmbedProgress, EmbedReport};
 pub use read::CollectionStats;
 pub use search::SearchBuilder;
-pub(crate) use search::{hit, query_vector, shown};
+pub(crate) use search::{hit, query_vectors, shown};
 pub use write::AddReport;
 pub(crate) use write::SessionWrite;
 
@@ -136,6 +136,9 @@ pub struct Collection {
     lexical_staged: Mutex<Option<u64>>,
     /// Bulk writes were committed without syncing (see [`write::SessionWrite`]).
     store_unsynced: AtomicBool,
+    /// The Chinese, Japanese and Korean its messages are written in, and how many messages it
+    /// held when that was read ([`Collection::languages`]).
+    languages: Mutex<Option<(u64, crate::lexical::Languages)>>,
     /// After the store and the lexical index (fields drop in order), before the lock.
     seal: Seal,
     _lock: std::fs::File,
@@ -337,6 +340,7 @@ impl Collection {
             lexical_opened,
             lexical_staged: Mutex::new(None),
             store_unsynced: AtomicBool::new(false),
+            languages: Mutex::new(None),
             seal,
             _lock: lock,
         };

@@ -11,7 +11,7 @@ use crate::doc::DocKind;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::ids::{DocSet, VectorId};
-use crate::lexical::{Glossary, QueryWords};
+use crate::lexical::{Glossary, Languages, QueryWords};
 use crate::search::fuse::{self, Pool};
 use crate::search::plan::{self, Route, Settings, Shape};
 use crate::search::query::{self, Filter, Query, SearchMode};
@@ -198,23 +198,25 @@ impl<'c> SearchBuilder<'c> {
         self.validate()?;
         let coll = self.coll;
         let mode = coll.mode_for(&self.query, self.vector.is_some());
-        let vector = match (&self.vector, mode) {
+        let vectors = match (&self.vector, mode) {
             (Some(v), _) => {
                 let mut v = v.clone();
                 crate::embed::normalize(&mut v);
-                Some(v)
+                vec![v]
             }
-            (None, SearchMode::Lexical) => None,
-            (None, _) => Some(query_vector(
-                coll.embedder().as_ref(),
-                &self.query.text,
-                self.query.ranking.gloss,
-                &coll.options.glossary,
-            )?),
+            (None, SearchMode::Lexical) => Vec::new(),
+            (None, _) => {
+                // Which languages the collection is written in matters to an English question's
+                // glosses only.
+                let text = &self.query.text;
+                let english = self.query.ranking.gloss > 0.0 && !text.chars().any(crate::lexical::tokenize::is_cjk);
+                let held = if english { coll.languages() } else { [false; 4] };
+                query_vectors(coll.embedder().as_ref(), text, self.query.ranking.gloss, &coll.options.glossary, &held)?
+            }
         };
         let route = RouteOverride { exact: self.exact, ef: self.ef };
         let words = QueryWords::new(&self.query.text, self.query.ranking.translation, &coll.options.glossary);
-        let (pool, plan, snapshot) = coll.pool(&self.query, &words, mode, vector.as_deref(), route)?;
+        let (pool, plan, snapshot) = coll.pool(&self.query, &words, mode, &vectors, route)?;
         let ranked = fuse::rank(vec![pool], mode, &self.query.ranking);
         let terms = words.highlight();
         let hits = shown(ranked, self.query.limit, std::slice::from_ref(&snapshot))?
@@ -225,20 +227,32 @@ impl<'c> SearchBuilder<'c> {
     }
 }
 
-/// The vector semantic search asks with: the query's own, plus `gloss` times the mean of its
-/// glosses' ([`crate::Ranking::gloss`]; the query rewritten through `glossary` in the other
-/// languages it has words for), normalised. Only a query written partly in Chinese, Japanese
-/// or Korean script is glossed: an English query asks with its own vector.
-pub(crate) fn query_vector(embedder: &dyn Embedder, text: &str, gloss: f32, glossary: &Glossary) -> Result<Vec<f32>> {
-    let glossed = gloss > 0.0 && text.chars().any(crate::lexical::tokenize::is_cjk);
-    let glosses = if glossed { glossary.glosses(text) } else { Vec::new() };
+/// The vectors semantic search asks with, a document's cosine being its best with any of them.
+/// A query written partly in Chinese, Japanese or Korean script asks with one: its own vector
+/// plus `gloss` times the mean of its glosses' ([`crate::Ranking::gloss`]; the query rewritten
+/// through `glossary` in every other language it has words for), normalised. Any other query
+/// asks with its own vector, and, over a collection written partly in Chinese, Japanese or
+/// Korean (`held`, [`Collection::languages`]), with a second one glossed the same way into
+/// those languages only: its English answers keep the cosine of the question's own vector,
+/// while answers in those scripts can rise towards the glossed one.
+pub(crate) fn query_vectors(
+    embedder: &dyn Embedder,
+    text: &str,
+    gloss: f32,
+    glossary: &Glossary,
+    held: &Languages,
+) -> Result<Vec<Vec<f32>>> {
+    let cjk = text.chars().any(crate::lexical::tokenize::is_cjk);
+    let into = if cjk { [true; 4] } else { *held };
+    let glosses = if gloss > 0.0 && into.iter().any(|l| *l) { glossary.glosses_in(text, &into) } else { Vec::new() };
     if glosses.is_empty() {
-        return embedder.embed_query(text);
+        return Ok(vec![embedder.embed_query(text)?]);
     }
     // The question and its glosses in one call (one batch for a model that runs batches).
     let texts: Vec<&str> = std::iter::once(text).chain(glosses.iter().map(String::as_str)).collect();
     let mut vectors = embedder.embed_queries(&texts)?.into_iter();
-    let mut v = vectors.next().unwrap_or_default();
+    let own = vectors.next().unwrap_or_default();
+    let mut v = own.clone();
     let w = gloss / glosses.len() as f32;
     for g in vectors {
         for (x, y) in v.iter_mut().zip(g) {
@@ -246,7 +260,61 @@ pub(crate) fn query_vector(embedder: &dyn Embedder, text: &str, gloss: f32, glos
         }
     }
     crate::embed::normalize(&mut v);
-    Ok(v)
+    Ok(if cjk { vec![v] } else { vec![own, v] })
+}
+
+/// Messages read to tell which languages a collection is written in: at most this many,
+/// spread evenly over its messages.
+const LANGUAGE_SAMPLE: u64 = 2_000;
+
+/// Share of the sampled messages that must be written in a language for the collection to
+/// count as written in it: 0.2, chosen on the development sets over 0.05 (README, «An English
+/// question glossed into its collection's languages»).
+const LANGUAGE_SHARE: f64 = 0.2;
+
+impl Collection {
+    /// The Chinese, Japanese and Korean this collection's messages are written in (a language
+    /// counts when at least [`LANGUAGE_SHARE`] of up to [`LANGUAGE_SAMPLE`] messages, spread evenly
+    /// over them all, carry its script), read again whenever the number of messages changed.
+    /// A store that cannot be read counts as English only.
+    pub(crate) fn languages(&self) -> Languages {
+        let read = || -> Result<(u64, Languages)> {
+            let tx = self.db.begin_read()?;
+            let idx = tx.open_multimap_table(crate::store::tables::IDX_KIND)?;
+            let docs = tx.open_table(crate::store::tables::DOCS)?;
+            let ids = idx.get(DocKind::Message.code())?;
+            let total = ids.len();
+            let mut held = [false; 4];
+            let step = total.div_ceil(LANGUAGE_SAMPLE).max(1);
+            let (mut read, mut counts) = (0_u64, [0_u64; 4]);
+            for id in ids.step_by(step as usize) {
+                let Some(doc) = crate::store::get_doc(&docs, id?.value())? else { continue };
+                read += 1;
+                for (c, l) in counts.iter_mut().zip(crate::lexical::cjk_languages(&doc.content)) {
+                    *c += u64::from(l);
+                }
+            }
+            for (h, c) in held.iter_mut().zip(counts) {
+                *h = read > 0 && c as f64 >= LANGUAGE_SHARE * read as f64;
+            }
+            Ok((total, held))
+        };
+        let mut cached = self.languages.lock().unwrap_or_else(|p| p.into_inner());
+        let total = || -> Result<u64> {
+            let tx = self.db.begin_read()?;
+            Ok(tx.open_multimap_table(crate::store::tables::IDX_KIND)?.get(DocKind::Message.code())?.len())
+        };
+        match (*cached, total()) {
+            (Some((n, held)), Ok(now)) if n == now => held,
+            _ => match read() {
+                Ok(r) => {
+                    *cached = Some(r);
+                    r.1
+                }
+                Err(_) => [false; 4],
+            },
+        }
+    }
 }
 
 /// The documents of a collection as a pool found them (a read snapshot): the ranking reads
@@ -305,14 +373,15 @@ impl Collection {
     /// This collection's candidates for `query`: the best [`crate::POOL_DEPTH`] documents (or
     /// `limit`, when larger) by cosine and by BM25 among those the filter lets through, each
     /// scored on both signals, with the query's background and lexical reference, and the
-    /// snapshot their documents are read from. `vector` is the query's embedding by this
-    /// collection's model (absent in lexical mode).
+    /// snapshot their documents are read from. `vectors` are the query's embeddings by this
+    /// collection's model ([`query_vectors`]; none in lexical mode): a document's cosine is its
+    /// best with any of them, and the first one reads the background.
     pub(crate) fn pool(
         &self,
         query: &Query,
         words: &QueryWords,
         mode: SearchMode,
-        vector: Option<&[f32]>,
+        vectors: &[Vec<f32>],
         route: RouteOverride,
     ) -> Result<(Pool, Plan, Snapshot)> {
         let tx = self.db.begin_read()?;
@@ -333,7 +402,9 @@ impl Collection {
         // (doc, cosine, chunk), best first, one entry per document.
         let mut semantic: Vec<(u64, f32, u32)> = Vec::new();
         if mode != SearchMode::Lexical {
-            let q = vector.ok_or_else(|| Error::InvalidArgument("semantic search needs the query's vector".into()))?;
+            let Some(q) = vectors.first() else {
+                return Err(Error::InvalidArgument("semantic search needs the query's vector".into()));
+            };
             let graph = self.graph()?;
             let mut shape = Shape {
                 filtered: cands.is_some(),
@@ -359,12 +430,17 @@ impl Collection {
             }
             let ann = graph.read().unwrap_or_else(|e| e.into_inner());
             shape.graph_ready = ann.graph_ready();
-            let (raw, path) = vector_search(&ann, plan::decide(shape, settings), q, cands.as_ref(), candidates, want);
-            plan.path = path;
             let mut seen = std::collections::HashSet::new();
-            for (id, score) in raw {
-                if seen.insert(id.doc()) && semantic.len() < want {
-                    semantic.push((id.doc(), score, id.chunk()));
+            for v in vectors {
+                let (raw, path) =
+                    vector_search(&ann, plan::decide(shape, settings), v, cands.as_ref(), candidates, want);
+                plan.path = path;
+                let mut taken = 0;
+                for (id, score) in raw {
+                    if taken < want && seen.insert(id.doc()) {
+                        taken += 1;
+                        semantic.push((id.doc(), score, id.chunk()));
+                    }
                 }
             }
             // The route only chooses the candidates; every cosine is the exact one of the
@@ -372,13 +448,14 @@ impl Collection {
             // (the graph's distances differ in the last bits, and a graph still loading
             // means the exact scan answers one search and the graph the next).
             let docs: Vec<u64> = semantic.iter().map(|x| x.0).collect();
-            let exact = cosines(&ann, q, &docs);
+            let exact = best_cosines(&ann, vectors, &docs);
             for s in &mut semantic {
                 if let Some(&(cos, chunk)) = exact.get(&s.0) {
                     (s.1, s.2) = (cos, chunk);
                 }
             }
             semantic.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            semantic.truncate(want);
             pool.background = ann.background(q, fuse::BACKGROUND_SAMPLE);
         }
         let mut lexical: Vec<crate::lexical::LexicalHit> = Vec::new();
@@ -398,9 +475,9 @@ impl Collection {
             let sem: std::collections::HashSet<u64> = semantic.iter().map(|x| x.0).collect();
             lexical.iter().map(|x| x.0).filter(|d| !sem.contains(d)).collect()
         };
-        let cosines = match (vector, mode) {
-            (Some(q), SearchMode::Hybrid) if !lexical_only.is_empty() => {
-                cosines(&self.graph()?.read().unwrap_or_else(|e| e.into_inner()), q, &lexical_only)
+        let cosines = match mode {
+            SearchMode::Hybrid if !lexical_only.is_empty() && !vectors.is_empty() => {
+                best_cosines(&self.graph()?.read().unwrap_or_else(|e| e.into_inner()), vectors, &lexical_only)
             }
             _ => Default::default(),
         };
@@ -464,6 +541,35 @@ fn vector_search(
     }
 }
 
+/// Exact cosine of each document's best chunk with the best of `vectors`, each vector's cosine
+/// read against its own background and written on the first one's scale (its mean plus its
+/// spread times the other's distance above its background in spreads): a document counts as
+/// close when it stands out from the collection for either form of the question, and one
+/// form's cosines running higher everywhere (a vector between two languages sits nearer all
+/// of them) lifts nothing.
+fn best_cosines(ann: &Ann, vectors: &[Vec<f32>], docs: &[u64]) -> std::collections::HashMap<u64, (f32, u32)> {
+    let moments: Vec<Option<(f32, f32)>> = if vectors.len() > 1 {
+        vectors.iter().map(|v| ann.background(v, fuse::BACKGROUND_SAMPLE).moments()).collect()
+    } else {
+        vec![None]
+    };
+    let mut out = std::collections::HashMap::new();
+    for (i, v) in vectors.iter().enumerate() {
+        let rescale = |c: f32| match (moments[0], moments[i]) {
+            (Some((m0, s0)), Some((mi, si))) if i > 0 => m0 + s0 * (c - mi) / si,
+            _ => c,
+        };
+        for (doc, (c, chunk)) in cosines(ann, v, docs) {
+            let c = (rescale(c), chunk);
+            let e = out.entry(doc).or_insert(c);
+            if c.0 > e.0 {
+                *e = c;
+            }
+        }
+    }
+    out
+}
+
 /// Exact cosine of each document's best chunk, for documents only the lexical list found.
 fn cosines(ann: &Ann, query: &[f32], docs: &[u64]) -> std::collections::HashMap<u64, (f32, u32)> {
     let set: DocSet = docs.iter().copied().collect();
@@ -482,24 +588,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_query_vector_adds_its_glosses_at_their_weight() {
+    fn the_query_vectors_add_the_glosses_at_their_weight() {
+        use crate::vector::dot;
         let e = crate::HashEmbedder::new(64);
         let g = crate::Glossary::builtin();
+        let none = [false; 4];
         let q = "数据库迁移到新的分支";
         let own = e.embed_query(q).unwrap();
-        assert_eq!(query_vector(&e, q, 0.0, &g).unwrap(), own, "weight 0: the query's own vector");
+        assert_eq!(
+            query_vectors(&e, q, 0.0, &g, &none).unwrap(),
+            vec![own.clone()],
+            "weight 0: the query's own vector"
+        );
         let unknown = "hello there";
-        assert_eq!(query_vector(&e, unknown, 1.0, &g).unwrap(), e.embed_query(unknown).unwrap(), "nothing to gloss");
-        // An English query the glossary could write in Chinese asks with its own vector.
-        let english_q = "migrate the database to the new branch";
-        assert!(!g.glosses(english_q).is_empty(), "the glossary knows its words");
-        assert_eq!(query_vector(&e, english_q, 1.0, &g).unwrap(), e.embed_query(english_q).unwrap(), "English");
-        let glossed = query_vector(&e, q, 0.5, &g).unwrap();
+        assert_eq!(query_vectors(&e, unknown, 1.0, &g, &none).unwrap(), vec![e.embed_query(unknown).unwrap()]);
+        // A query in CJK script asks with one vector, its own moved towards its glosses.
+        let glossed = query_vectors(&e, q, 0.5, &g, &none).unwrap();
+        assert_eq!(glossed.len(), 1);
+        let glossed = &glossed[0];
         let norm: f32 = glossed.iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((norm - 1.0).abs() < 1e-4, "normalised: {norm}");
-        use crate::vector::dot;
         let english = e.embed_query(&g.glosses(q)[0]).unwrap();
-        assert!(dot(&glossed, &english) > dot(&own, &english), "moved towards the gloss");
-        assert!(dot(&glossed, &own) > dot(&glossed, &english), "the query's own vector still leads");
+        assert!(dot(glossed, &english) > dot(&own, &english), "moved towards the gloss");
+        assert!(dot(glossed, &own) > dot(glossed, &english), "the query's own vector still leads");
+        // An English query over an English collection asks with its own vector alone.
+        let english_q = "migrate the database to the new branch";
+        assert!(!g.glosses(english_q).is_empty(), "the glossary knows its words");
+        let own_en = e.embed_query(english_q).unwrap();
+        assert_eq!(query_vectors(&e, english_q, 1.0, &g, &none).unwrap(), vec![own_en.clone()], "English");
+        // Over a collection written in Chinese: its own vector first, unchanged, then one
+        // glossed into Chinese (only).
+        let chinese = g.glosses_in(english_q, &[false, true, false, false]);
+        assert_eq!(chinese.len(), 1);
+        let both = query_vectors(&e, english_q, 1.0, &g, &[false, true, false, false]).unwrap();
+        assert_eq!(both.len(), 2);
+        assert_eq!(both[0], own_en, "the question's own vector scores English answers as before");
+        let gloss_zh = e.embed_query(&chinese[0]).unwrap();
+        assert!(dot(&both[1], &gloss_zh) > dot(&own_en, &gloss_zh), "the second leans towards Chinese");
     }
 }

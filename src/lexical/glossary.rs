@@ -30,6 +30,24 @@ enum Lang {
 
 const LANGS: [Lang; 4] = [Lang::English, Lang::Chinese, Lang::Japanese, Lang::Korean];
 
+/// A set of the glossary's languages, in its column order: English, Chinese, Japanese, Korean.
+pub(crate) type Languages = [bool; 4];
+
+/// Which of Chinese, Japanese and Korean a text is written in, by script: Hangul is Korean,
+/// kana Japanese, Han characters without kana Chinese (English is never marked).
+pub(crate) fn cjk_languages(text: &str) -> Languages {
+    let (mut han, mut kana, mut hangul) = (false, false, false);
+    for c in text.chars() {
+        match c {
+            '\u{AC00}'..='\u{D7AF}' | '\u{1100}'..='\u{11FF}' | '\u{3130}'..='\u{318F}' => hangul = true,
+            '\u{3040}'..='\u{30FF}' | '\u{31F0}'..='\u{31FF}' | '\u{FF66}'..='\u{FF9F}' => kana = true,
+            '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}' | '\u{F900}'..='\u{FAFF}' => han = true,
+            _ => {}
+        }
+    }
+    [false, han && !kana, kana, hangul]
+}
+
 /// One concept: its forms per language (each form as analyzed terms), for the Chinese,
 /// Japanese and Korean forms their text (matched as a substring of the query), and the text of
 /// each language's first form (what a gloss writes, [`Glossary::glosses`]).
@@ -239,13 +257,19 @@ impl Glossary {
     /// the meaning side embeds beside the query ([`crate::Ranking::gloss`]); empty when the
     /// glossary knows none of its words or the query quotes a phrase.
     pub fn glosses(&self, text: &str) -> Vec<String> {
+        self.glosses_in(text, &[true; 4])
+    }
+
+    /// [`Glossary::glosses`] into the languages marked in `into` only (English, Chinese,
+    /// Japanese, Korean, in that order).
+    pub(crate) fn glosses_in(&self, text: &str, into: &Languages) -> Vec<String> {
         let glossary = self.all();
         let mut kept = self.found(&glossary, text);
         // Spans in text order; of two overlapping matches (one concept in two languages over
         // the same characters) the first stands.
         kept.sort_by_key(|k| (k.span.0, std::cmp::Reverse(k.span.1)));
         let mut out = Vec::new();
-        for (li, lang) in LANGS.iter().enumerate() {
+        for (li, lang) in LANGS.iter().enumerate().filter(|(li, _)| into[*li]) {
             let mut gloss = String::with_capacity(text.len() * 2);
             let (mut at, mut changed) = (0, false);
             // Words of scripts written with spaces stay apart from their neighbours.
@@ -401,6 +425,21 @@ mod tests {
         assert!(en.iter().all(|t| t != "set the environment variable on this branch"), "no gloss repeats the query");
         assert!(g.glosses("\"the database\" schema").is_empty(), "a quoted phrase is asked exactly");
         assert!(g.glosses("hello there").is_empty());
+    }
+
+    #[test]
+    fn glosses_go_only_into_the_languages_asked_for_and_scripts_name_their_language() {
+        let g = Glossary::builtin();
+        let q = "set the environment variable on this branch";
+        let zh = g.glosses_in(q, &[false, true, false, false]);
+        assert_eq!(zh.len(), 1, "{zh:?}");
+        assert!(zh[0].contains("环境变量"), "{zh:?}");
+        assert!(g.glosses_in(q, &[false; 4]).is_empty());
+        assert_eq!(g.glosses_in(q, &[true; 4]), g.glosses(q));
+        assert_eq!(cjk_languages("数据库迁移"), [false, true, false, false]);
+        assert_eq!(cjk_languages("データベースを移行する"), [false, false, true, false], "kanji with kana");
+        assert_eq!(cjk_languages("데이터베이스 이전"), [false, false, false, true]);
+        assert_eq!(cjk_languages("migrate the database, ok?"), [false; 4]);
     }
 
     #[test]

@@ -63,6 +63,11 @@ impl Background {
         self.weight = vectors as f64;
     }
 
+    /// Mean and standard deviation of this background alone; `None` without any sample.
+    pub(crate) fn moments(&self) -> Option<(f32, f32)> {
+        Self::mixture(std::slice::from_ref(self))
+    }
+
     /// Mean and standard deviation of the mixture of several backgrounds, each weighted by the
     /// vectors it stands for; `None` without any sample.
     fn mixture(all: &[Background]) -> Option<(f32, f32)> {

@@ -107,8 +107,13 @@ pub struct Ranking {
     /// rewritten in each other language the glossary has its words in ([`crate::Glossary`];
     /// a Chinese question's software words in English, Japanese and Korean), embedded beside
     /// the query, their mean added to its vector at this weight (then normalised). 0 asks
-    /// the query's own vector only. Only a query written partly in Chinese, Japanese or Korean
-    /// script is glossed (an English query's glosses moved English answers away). Semantic
+    /// the query's own vector only. A query written partly in Chinese, Japanese or Korean script
+    /// is glossed into every other language. Any other query asks with its own vector and,
+    /// over a collection whose messages are written in Chinese, Japanese or Korean (a fifth of
+    /// them at least, sampled), also with a second one glossed into those languages only; each
+    /// document then scores the better of the two, each read against its own background, so
+    /// English answers keep the question's own score (a blended vector moved them away).
+    /// Semantic
     /// and hybrid search; the glosses are embedded in one batch with the query. Default:
     /// [`DEFAULT_GLOSS`], also when a serialised ranking leaves the field out, whatever the
     /// model: start from [`Ranking::for_model`] to get an English model's 0.
