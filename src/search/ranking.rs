@@ -154,7 +154,9 @@ fn default_gloss() -> f32 {
 /// context and recency added.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Signals {
-    /// Cosine similarity of the best chunk, when semantic search ran.
+    /// Cosine similarity of the best chunk, when semantic search ran (when the question asked
+    /// with a second, glossed vector too, [`Ranking::gloss`], the better of the two, read on the
+    /// scale of the question's own).
     pub semantic: Option<f32>,
     /// 1-based rank in its collection's semantic list, when the document was in it.
     pub semantic_rank: Option<usize>,
