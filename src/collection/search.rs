@@ -227,7 +227,8 @@ impl<'c> SearchBuilder<'c> {
     }
 }
 
-/// The vectors semantic search asks with, a document's cosine being its best with any of them.
+/// The vectors semantic search asks with; a document scores the better of its cosines with them,
+/// each read against its own background (`best_cosines`).
 /// A query written partly in Chinese, Japanese or Korean script asks with one: its own vector
 /// plus `gloss` times the mean of its glosses' ([`crate::Ranking::gloss`]; the query rewritten
 /// through `glossary` in every other language it has words for), normalised. Any other query
@@ -269,7 +270,7 @@ const LANGUAGE_SAMPLE: u64 = 2_000;
 
 /// Share of the sampled messages that must be written in a language for the collection to
 /// count as written in it: 0.2, chosen on the development sets over 0.05 (README, «An English
-/// question glossed into its collection's languages»).
+/// question's second vector, adopted»).
 const LANGUAGE_SHARE: f64 = 0.2;
 
 impl Collection {
@@ -401,10 +402,12 @@ impl Collection {
         let want = query.limit.max(crate::POOL_DEPTH);
         // (doc, cosine, chunk), best first, one entry per document.
         let mut semantic: Vec<(u64, f32, u32)> = Vec::new();
+        // Each query vector's background moments (the first one's calibrates the pool).
+        let mut scales: Vec<Option<(f32, f32)>> = Vec::new();
         if mode != SearchMode::Lexical {
-            let Some(q) = vectors.first() else {
+            if vectors.is_empty() {
                 return Err(Error::InvalidArgument("semantic search needs the query's vector".into()));
-            };
+            }
             let graph = self.graph()?;
             let mut shape = Shape {
                 filtered: cands.is_some(),
@@ -448,7 +451,11 @@ impl Collection {
             // (the graph's distances differ in the last bits, and a graph still loading
             // means the exact scan answers one search and the graph the next).
             let docs: Vec<u64> = semantic.iter().map(|x| x.0).collect();
-            let exact = best_cosines(&ann, vectors, &docs);
+            let backgrounds: Vec<fuse::Background> =
+                vectors.iter().map(|v| ann.background(v, fuse::BACKGROUND_SAMPLE)).collect();
+            scales = backgrounds.iter().map(fuse::Background::moments).collect();
+            pool.background = backgrounds[0];
+            let exact = best_cosines(&ann, vectors, &scales, &docs);
             for s in &mut semantic {
                 if let Some(&(cos, chunk)) = exact.get(&s.0) {
                     (s.1, s.2) = (cos, chunk);
@@ -456,7 +463,6 @@ impl Collection {
             }
             semantic.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             semantic.truncate(want);
-            pool.background = ann.background(q, fuse::BACKGROUND_SAMPLE);
         }
         let mut lexical: Vec<crate::lexical::LexicalHit> = Vec::new();
         if mode != SearchMode::Semantic {
@@ -477,7 +483,7 @@ impl Collection {
         };
         let cosines = match mode {
             SearchMode::Hybrid if !lexical_only.is_empty() && !vectors.is_empty() => {
-                best_cosines(&self.graph()?.read().unwrap_or_else(|e| e.into_inner()), vectors, &lexical_only)
+                best_cosines(&self.graph()?.read().unwrap_or_else(|e| e.into_inner()), vectors, &scales, &lexical_only)
             }
             _ => Default::default(),
         };
@@ -542,20 +548,20 @@ fn vector_search(
 }
 
 /// Exact cosine of each document's best chunk with the best of `vectors`, each vector's cosine
-/// read against its own background and written on the first one's scale (its mean plus its
+/// read against its own background (`scales`: mean and spread, in the same order) and written on the first one's scale (its mean plus its
 /// spread times the other's distance above its background in spreads): a document counts as
 /// close when it stands out from the collection for either form of the question, and one
 /// form's cosines running higher everywhere (a vector between two languages sits nearer all
 /// of them) lifts nothing.
-fn best_cosines(ann: &Ann, vectors: &[Vec<f32>], docs: &[u64]) -> std::collections::HashMap<u64, (f32, u32)> {
-    let moments: Vec<Option<(f32, f32)>> = if vectors.len() > 1 {
-        vectors.iter().map(|v| ann.background(v, fuse::BACKGROUND_SAMPLE).moments()).collect()
-    } else {
-        vec![None]
-    };
+fn best_cosines(
+    ann: &Ann,
+    vectors: &[Vec<f32>],
+    scales: &[Option<(f32, f32)>],
+    docs: &[u64],
+) -> std::collections::HashMap<u64, (f32, u32)> {
     let mut out = std::collections::HashMap::new();
     for (i, v) in vectors.iter().enumerate() {
-        let rescale = |c: f32| match (moments[0], moments[i]) {
+        let rescale = |c: f32| match (scales.first().copied().flatten(), scales.get(i).copied().flatten()) {
             (Some((m0, s0)), Some((mi, si))) if i > 0 => m0 + s0 * (c - mi) / si,
             _ => c,
         };
