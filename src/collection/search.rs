@@ -206,12 +206,9 @@ impl<'c> SearchBuilder<'c> {
             }
             (None, SearchMode::Lexical) => Vec::new(),
             (None, _) => {
-                // Which languages the collection is written in matters to an English question's
-                // glosses only.
-                let text = &self.query.text;
-                let english = self.query.ranking.gloss > 0.0 && !text.chars().any(crate::lexical::tokenize::is_cjk);
-                let held = if english { coll.languages() } else { [false; 4] };
-                query_vectors(coll.embedder().as_ref(), text, self.query.ranking.gloss, &coll.options.glossary, &held)?
+                let (text, gloss) = (&self.query.text, self.query.ranking.gloss);
+                let held = coll.gloss_languages(text, gloss);
+                query_vectors(coll.embedder().as_ref(), text, gloss, &coll.options.glossary, &held)?
             }
         };
         let route = RouteOverride { exact: self.exact, ef: self.ef };
@@ -274,17 +271,33 @@ const LANGUAGE_SAMPLE: u64 = 2_000;
 const LANGUAGE_SHARE: f64 = 0.2;
 
 impl Collection {
+    /// The languages an English question `text` is glossed into here ([`query_vectors`]'s
+    /// `held`): the collection's [`Collection::languages`]; none for a question in Chinese,
+    /// Japanese or Korean script (glossed into every language whatever the collection) or when
+    /// `gloss` is 0, without reading the collection.
+    pub(crate) fn gloss_languages(&self, text: &str, gloss: f32) -> Languages {
+        let english = gloss > 0.0 && !text.chars().any(crate::lexical::tokenize::is_cjk);
+        if english { self.languages() } else { [false; 4] }
+    }
+
     /// The Chinese, Japanese and Korean this collection's messages are written in (a language
     /// counts when at least [`LANGUAGE_SHARE`] of up to [`LANGUAGE_SAMPLE`] messages, spread evenly
     /// over them all, carry its script), read again whenever the number of messages changed.
     /// A store that cannot be read counts as English only.
     pub(crate) fn languages(&self) -> Languages {
-        let read = || -> Result<(u64, Languages)> {
+        let mut cached = self.languages.lock().unwrap_or_else(|p| p.into_inner());
+        // The message count and, when it changed, the sample: one read transaction.
+        let read = |cached: Option<(u64, Languages)>| -> Result<(u64, Languages)> {
             let tx = self.db.begin_read()?;
             let idx = tx.open_multimap_table(crate::store::tables::IDX_KIND)?;
-            let docs = tx.open_table(crate::store::tables::DOCS)?;
             let ids = idx.get(DocKind::Message.code())?;
             let total = ids.len();
+            if let Some((n, held)) = cached
+                && n == total
+            {
+                return Ok((n, held));
+            }
+            let docs = tx.open_table(crate::store::tables::DOCS)?;
             let mut held = [false; 4];
             let step = total.div_ceil(LANGUAGE_SAMPLE).max(1);
             let (mut read, mut counts) = (0_u64, [0_u64; 4]);
@@ -300,20 +313,12 @@ impl Collection {
             }
             Ok((total, held))
         };
-        let mut cached = self.languages.lock().unwrap_or_else(|p| p.into_inner());
-        let total = || -> Result<u64> {
-            let tx = self.db.begin_read()?;
-            Ok(tx.open_multimap_table(crate::store::tables::IDX_KIND)?.get(DocKind::Message.code())?.len())
-        };
-        match (*cached, total()) {
-            (Some((n, held)), Ok(now)) if n == now => held,
-            _ => match read() {
-                Ok(r) => {
-                    *cached = Some(r);
-                    r.1
-                }
-                Err(_) => [false; 4],
-            },
+        match read(*cached) {
+            Ok(r) => {
+                *cached = Some(r);
+                r.1
+            }
+            Err(_) => [false; 4],
         }
     }
 }

@@ -249,10 +249,9 @@ impl Index {
                 if mode == SearchMode::Lexical {
                     return Ok((mode, None));
                 }
-                // An English question's vector depends on the languages the collection is
-                // written in (its glosses); a Chinese, Japanese or Korean one's does not.
-                let cjk = query.text.chars().any(crate::lexical::tokenize::is_cjk);
-                let held = if cjk || query.ranking.gloss <= 0.0 { [false; 4] } else { c.languages() };
+                // An English question's vectors depend on the languages the collection is
+                // written in (its glosses); a Chinese, Japanese or Korean one's do not.
+                let held = c.gloss_languages(&query.text, query.ranking.gloss);
                 let key = (c.embedder().model_id().to_string(), held);
                 if !vectors.contains_key(&key) {
                     let v = query_vectors(c.embedder().as_ref(), &query.text, query.ranking.gloss, glossary, &held)?;
