@@ -1,10 +1,12 @@
 //! A collection: one project's documents in redb, their vectors in an HNSW graph, their words
 //! in a tantivy index, and the embedder that fills the graph. The only place that combines
 //! store, graph, lexical index and model: opening and locking here, writing in [`write`],
-//! reading in [`read`], the derived indexes in [`derived`], forgetting in [`forget`].
+//! reading in [`read`], searching in [`search`] with the vectors [`languages`] makes, the derived
+//! indexes in [`derived`], forgetting in [`forget`].
 
 mod derived;
 pub(crate) mod forget;
+mod languages;
 mod migrate;
 mod pending;
 pub(crate) mod read;
@@ -28,11 +30,12 @@ use crate::store::{self, meta};
 
 pub use crate::store::meta::{CollectionMeta, SCHEMA_VERSION};
 pub use derived::{LexicalIndexState, RebuildReason, VectorIndexState};
+pub(crate) use languages::query_vectors;
 pub use migrate::{MigrationProgress, MigrationReport};
 pub use pending::{EmbedProgress, EmbedReport};
 pub use read::CollectionStats;
 pub use search::SearchBuilder;
-pub(crate) use search::{hit, query_vectors, shown};
+pub(crate) use search::{hit, shown};
 pub use write::AddReport;
 pub(crate) use write::SessionWrite;
 

@@ -6,12 +6,12 @@
 use redb::{ReadableDatabase, ReadableTableMetadata};
 
 use super::Collection;
+use super::languages::query_vectors;
 use crate::ann::Ann;
 use crate::doc::DocKind;
-use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::ids::{DocSet, VectorId};
-use crate::lexical::{Glossary, Languages, QueryWords};
+use crate::lexical::QueryWords;
 use crate::search::fuse::{self, Pool};
 use crate::search::plan::{self, Route, Settings, Shape};
 use crate::search::query::{self, Filter, Query, SearchMode};
@@ -208,7 +208,7 @@ impl<'c> SearchBuilder<'c> {
             (None, _) => {
                 let (text, gloss) = (&self.query.text, self.query.ranking.gloss);
                 let held = coll.gloss_languages(text, gloss);
-                query_vectors(coll.embedder().as_ref(), text, gloss, &coll.options.glossary, &held)?
+                query_vectors(coll.embedder().as_ref(), text, gloss, &coll.options.glossary, &held, None)?
             }
         };
         let route = RouteOverride { exact: self.exact, ef: self.ef };
@@ -221,105 +221,6 @@ impl<'c> SearchBuilder<'c> {
             .map(|(r, doc)| hit(r, doc, &terms, plan))
             .collect();
         Ok(Hits { hits, plan })
-    }
-}
-
-/// The vectors semantic search asks with; a document scores the better of its cosines with them,
-/// each read against its own background (`best_cosines`).
-/// A query written partly in Chinese, Japanese or Korean script asks with one: its own vector
-/// plus `gloss` times the mean of its glosses' ([`crate::Ranking::gloss`]; the query rewritten
-/// through `glossary` in every other language it has words for), normalised. Any other query
-/// asks with its own vector, and, over a collection written partly in Chinese, Japanese or
-/// Korean (`held`, [`Collection::languages`]), with a second one glossed the same way into
-/// those languages only: its English answers keep the cosine of the question's own vector,
-/// while answers in those scripts can rise towards the glossed one.
-pub(crate) fn query_vectors(
-    embedder: &dyn Embedder,
-    text: &str,
-    gloss: f32,
-    glossary: &Glossary,
-    held: &Languages,
-) -> Result<Vec<Vec<f32>>> {
-    let cjk = text.chars().any(crate::lexical::tokenize::is_cjk);
-    let into = if cjk { [true; 4] } else { *held };
-    let glosses = if gloss > 0.0 && into.iter().any(|l| *l) { glossary.glosses_in(text, &into) } else { Vec::new() };
-    if glosses.is_empty() {
-        return Ok(vec![embedder.embed_query(text)?]);
-    }
-    // The question and its glosses in one call (one batch for a model that runs batches).
-    let texts: Vec<&str> = std::iter::once(text).chain(glosses.iter().map(String::as_str)).collect();
-    let mut vectors = embedder.embed_queries(&texts)?.into_iter();
-    let own = vectors.next().unwrap_or_default();
-    let mut v = own.clone();
-    let w = gloss / glosses.len() as f32;
-    for g in vectors {
-        for (x, y) in v.iter_mut().zip(g) {
-            *x += w * y;
-        }
-    }
-    crate::embed::normalize(&mut v);
-    Ok(if cjk { vec![v] } else { vec![own, v] })
-}
-
-/// Messages read to tell which languages a collection is written in: at most this many,
-/// spread evenly over its messages.
-const LANGUAGE_SAMPLE: u64 = 2_000;
-
-/// Share of the sampled messages that must be written in a language for the collection to
-/// count as written in it: 0.2, chosen on the development sets over 0.05 (README, «An English
-/// question's second vector, adopted»).
-const LANGUAGE_SHARE: f64 = 0.2;
-
-impl Collection {
-    /// The languages an English question `text` is glossed into here ([`query_vectors`]'s
-    /// `held`): the collection's [`Collection::languages`]; none for a question in Chinese,
-    /// Japanese or Korean script (glossed into every language whatever the collection) or when
-    /// `gloss` is 0, without reading the collection.
-    pub(crate) fn gloss_languages(&self, text: &str, gloss: f32) -> Languages {
-        let english = gloss > 0.0 && !text.chars().any(crate::lexical::tokenize::is_cjk);
-        if english { self.languages() } else { [false; 4] }
-    }
-
-    /// The Chinese, Japanese and Korean this collection's messages are written in (a language
-    /// counts when at least [`LANGUAGE_SHARE`] of up to [`LANGUAGE_SAMPLE`] messages, spread evenly
-    /// over them all, carry its script), read again whenever the number of messages changed.
-    /// A store that cannot be read counts as English only.
-    pub(crate) fn languages(&self) -> Languages {
-        let mut cached = self.languages.lock().unwrap_or_else(|p| p.into_inner());
-        // The message count and, when it changed, the sample: one read transaction.
-        let read = |cached: Option<(u64, Languages)>| -> Result<(u64, Languages)> {
-            let tx = self.db.begin_read()?;
-            let idx = tx.open_multimap_table(crate::store::tables::IDX_KIND)?;
-            let ids = idx.get(DocKind::Message.code())?;
-            let total = ids.len();
-            if let Some((n, held)) = cached
-                && n == total
-            {
-                return Ok((n, held));
-            }
-            let docs = tx.open_table(crate::store::tables::DOCS)?;
-            let mut held = [false; 4];
-            let step = total.div_ceil(LANGUAGE_SAMPLE).max(1);
-            let (mut read, mut counts) = (0_u64, [0_u64; 4]);
-            for id in ids.step_by(step as usize) {
-                let Some(doc) = crate::store::get_doc(&docs, id?.value())? else { continue };
-                read += 1;
-                for (c, l) in counts.iter_mut().zip(crate::lexical::cjk_languages(&doc.content)) {
-                    *c += u64::from(l);
-                }
-            }
-            for (h, c) in held.iter_mut().zip(counts) {
-                *h = read > 0 && c as f64 >= LANGUAGE_SHARE * read as f64;
-            }
-            Ok((total, held))
-        };
-        match read(*cached) {
-            Ok(r) => {
-                *cached = Some(r);
-                r.1
-            }
-            Err(_) => [false; 4],
-        }
     }
 }
 
@@ -592,49 +493,4 @@ fn cosines(ann: &Ann, query: &[f32], docs: &[u64]) -> std::collections::HashMap<
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_query_vectors_add_the_glosses_at_their_weight() {
-        use crate::vector::dot;
-        let e = crate::HashEmbedder::new(64);
-        let g = crate::Glossary::builtin();
-        let none = [false; 4];
-        let q = "数据库迁移到新的分支";
-        let own = e.embed_query(q).unwrap();
-        assert_eq!(
-            query_vectors(&e, q, 0.0, &g, &none).unwrap(),
-            vec![own.clone()],
-            "weight 0: the query's own vector"
-        );
-        let unknown = "hello there";
-        assert_eq!(query_vectors(&e, unknown, 1.0, &g, &none).unwrap(), vec![e.embed_query(unknown).unwrap()]);
-        // A query in CJK script asks with one vector, its own moved towards its glosses.
-        let glossed = query_vectors(&e, q, 0.5, &g, &none).unwrap();
-        assert_eq!(glossed.len(), 1);
-        let glossed = &glossed[0];
-        let norm: f32 = glossed.iter().map(|x| x * x).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-4, "normalised: {norm}");
-        let english = e.embed_query(&g.glosses(q)[0]).unwrap();
-        assert!(dot(glossed, &english) > dot(&own, &english), "moved towards the gloss");
-        assert!(dot(glossed, &own) > dot(glossed, &english), "the query's own vector still leads");
-        // An English query over an English collection asks with its own vector alone.
-        let english_q = "migrate the database to the new branch";
-        assert!(!g.glosses(english_q).is_empty(), "the glossary knows its words");
-        let own_en = e.embed_query(english_q).unwrap();
-        assert_eq!(query_vectors(&e, english_q, 1.0, &g, &none).unwrap(), vec![own_en.clone()], "English");
-        // Over a collection written in Chinese: its own vector first, unchanged, then one
-        // glossed into Chinese (only).
-        let chinese = g.glosses_in(english_q, &[false, true, false, false]);
-        assert_eq!(chinese.len(), 1);
-        let both = query_vectors(&e, english_q, 1.0, &g, &[false, true, false, false]).unwrap();
-        assert_eq!(both.len(), 2);
-        assert_eq!(both[0], own_en, "the question's own vector scores English answers as before");
-        let gloss_zh = e.embed_query(&chinese[0]).unwrap();
-        assert!(dot(&both[1], &gloss_zh) > dot(&own_en, &gloss_zh), "the second leans towards Chinese");
-    }
 }
