@@ -375,7 +375,7 @@ fn multilingual_sets_name_real_sessions() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut seen = std::collections::HashSet::new();
     let sets =
-        ["multilingual.tsv"].into_iter().map(String::from).chain((2..=8).map(|n| format!("multilingual_{n}.tsv")));
+        ["multilingual.tsv"].into_iter().map(String::from).chain((2..=9).map(|n| format!("multilingual_{n}.tsv")));
     for name in sets {
         let text = std::fs::read_to_string(data.join(&name)).unwrap();
         let rows: Vec<Vec<&str>> = text
