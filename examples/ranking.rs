@@ -433,6 +433,11 @@ fn main() -> anyhow::Result<()> {
             mode: SearchMode::Hybrid,
             ranking: Ranking { fusion: Fusion::Rrf { k: 60.0 }, ..d },
         },
+        Config {
+            label: format!("hybrid, leaders {}", if d.leaders { "off" } else { "kept" }),
+            mode: SearchMode::Hybrid,
+            ranking: Ranking { leaders: !d.leaders, ..d },
+        },
     ];
     if only_sweep {
         configs.clear();

@@ -129,8 +129,8 @@ pub use indexer::{
 pub use ingest::layout::{Agent, default_history, default_sources, encode_project_dir};
 pub use lexical::{Glossary, GlossarySkip};
 pub use search::{
-    Context, DEFAULT_GLOSS, DEFAULT_TRANSLATION, Filter, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES, POOL_DEPTH,
-    Plan, PlanPath, Query, Ranking, Recency, SearchMode, Signals,
+    Context, DEFAULT_GLOSS, DEFAULT_LEADERS, DEFAULT_TRANSLATION, Filter, Fusion, Hit, Hits, MAX_LIMIT,
+    MAX_QUERY_BYTES, POOL_DEPTH, Plan, PlanPath, Query, Ranking, Recency, SearchMode, Signals,
 };
 pub use text::normalize_name;
 pub use warm::WarmStatus;

@@ -92,7 +92,13 @@ impl<'c> SearchBuilder<'c> {
         self.query.ranking.gloss = weight;
         self
     }
-    /// Replaces the whole ranking (fusion, context, recency, translation, gloss).
+    /// Whether hybrid search keeps each signal's best hit among its first three
+    /// ([`Ranking::leaders`]). Default: [`crate::DEFAULT_LEADERS`].
+    pub fn leaders(mut self, on: bool) -> Self {
+        self.query.ranking.leaders = on;
+        self
+    }
+    /// Replaces the whole ranking (fusion, context, recency, translation, gloss, leaders).
     pub fn ranking(mut self, ranking: Ranking) -> Self {
         self.query.ranking = ranking;
         self

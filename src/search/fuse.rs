@@ -229,7 +229,30 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking) -> Vec
             }
         }
     }
+    if mode == SearchMode::Hybrid && ranking.leaders {
+        keep_leaders(&mut out);
+    }
     out
+}
+
+/// Moves the best hit by meaning, then the best by words, to second place when it stands
+/// below it ([`Ranking::leaders`]): both end among the first three, after the fusion's first.
+/// Ties go to the hit ranked higher; a signal no hit carries moves nothing.
+fn keep_leaders(out: &mut Vec<Ranked>) {
+    let signals: [fn(&Ranked) -> Option<f32>; 2] =
+        [|r| r.candidate.signals.semantic_z, |r| r.candidate.signals.lexical_share];
+    for signal in signals {
+        let best = out
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| signal(r).map(|s| (i, s)))
+            .reduce(|a, b| if b.1 > a.1 { b } else { a })
+            .map(|(i, _)| i);
+        if let Some(i) = best.filter(|&i| i >= 2) {
+            let r = out.remove(i);
+            out.insert(1, r);
+        }
+    }
 }
 
 /// `(x − mean) / sd` of each value.
@@ -361,6 +384,7 @@ mod tests {
         recent: None,
         translation: 0.0,
         gloss: 0.0,
+        leaders: false,
     };
 
     #[test]
@@ -383,6 +407,31 @@ mod tests {
         // a:2: z 2 + 16 · 0.9 = 16.4, b:1: z 0 + 16 · 0.4 = 6.4, a:1: z 5 with no word matched.
         assert_eq!(order(&h), ["a:2", "b:1", "a:1"]);
         assert!((h[0].score - 16.4).abs() < 1e-4, "{}", h[0].score);
+    }
+
+    #[test]
+    fn the_best_hit_of_each_signal_is_kept_among_the_first_three() {
+        // Five documents matching moderately both ways (z 4 + 16 · 0.6 = 13.6) above the best
+        // match by meaning (z 8, no word: 8) and the best by words (16 · 0.95 − 2 = 13.2).
+        let mut c: Vec<Candidate> = (0..5).map(|i| cand("mid", i, Some(0.5), Some(6.0))).collect();
+        c.push(cand("sem", 1, Some(0.9), None));
+        c.push(cand("lex", 1, Some(-0.1), Some(9.5)));
+        let fused = order(&rank(vec![pool(c.clone())], SearchMode::Hybrid, &NO_CONTEXT));
+        assert_eq!(fused[5..], ["lex:1", "sem:1"], "buried by the fusion");
+        let lead = Ranking { leaders: true, ..NO_CONTEXT };
+        let kept = order(&rank(vec![pool(c.clone())], SearchMode::Hybrid, &lead));
+        assert_eq!(kept[..3], [fused[0].as_str(), "lex:1", "sem:1"], "the fusion's first, then each signal's best");
+        assert_eq!(kept[3..], fused[1..5], "the others keep their order");
+        // Other modes, and leaders already among the first three, are left as they are.
+        let sem = |r: &Ranking| order(&rank(vec![pool(c.clone())], SearchMode::Semantic, r));
+        assert_eq!(sem(&lead), sem(&NO_CONTEXT));
+        let top = vec![
+            cand("lex", 1, Some(0.1), Some(9.5)),
+            cand("sem", 1, Some(0.9), Some(1.0)),
+            cand("x", 1, None, Some(0.5)),
+        ];
+        let r = |r: &Ranking| order(&rank(vec![pool(top.clone())], SearchMode::Hybrid, r));
+        assert_eq!(r(&lead), r(&NO_CONTEXT));
     }
 
     #[test]
