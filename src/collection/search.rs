@@ -460,11 +460,11 @@ fn vector_search(
 }
 
 /// Exact cosine of each document's best chunk with the best of `vectors`, each vector's cosine
-/// read against its own background (`scales`: mean and spread, in the same order) and written on the first one's scale (its mean plus its
-/// spread times the other's distance above its background in spreads): a document counts as
-/// close when it stands out from the collection for either form of the question, and one
-/// form's cosines running higher everywhere (a vector between two languages sits nearer all
-/// of them) lifts nothing.
+/// read against its own background (`scales`: mean and spread, in the same order) and written
+/// on the first one's scale (its mean plus its spread times the other's distance above its
+/// background in spreads): a document counts as close when it stands out from the collection
+/// for either form of the question, and one form's cosines running higher everywhere (a vector
+/// between two languages sits nearer all of them) lifts nothing.
 fn best_cosines(
     ann: &Ann,
     vectors: &[Vec<f32>],

@@ -256,10 +256,11 @@ impl Index {
                 let model = c.embedder().model_id().to_string();
                 let key = (model.clone(), held);
                 if !vectors.contains_key(&key) {
-                    // An English question's vectors without glosses are its own embedding
-                    // (when made up front for this model), which its glossed pair starts from.
-                    let cjk = query.text.chars().any(crate::lexical::tokenize::is_cjk);
-                    let own = vectors.get(&(model, [false; 4])).filter(|_| !cjk).and_then(|v| v.first()).cloned();
+                    // Only an English question is glossed into a collection's languages (a
+                    // question in CJK script asks every collection alike), so the vectors made
+                    // up front without languages are its own embedding, which its glossed pair
+                    // starts from.
+                    let own = vectors.get(&(model, [false; 4])).and_then(|v| v.first()).cloned();
                     let (text, gloss) = (&query.text, query.ranking.gloss);
                     let v = query_vectors(c.embedder().as_ref(), text, gloss, glossary, &held, own.as_deref())?;
                     vectors.insert(key.clone(), v);
