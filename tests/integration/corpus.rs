@@ -365,7 +365,7 @@ fn corpus_placeholders_survive_and_literal_credentials_do_not() {
     assert!(kept > 0);
 }
 
-/// The multilingual retrieval sets (`tests/data/multilingual.tsv`, `_2.tsv` to `_8.tsv`)
+/// The multilingual retrieval sets (`tests/data/multilingual.tsv`, `_2.tsv` to `_10.tsv`)
 /// stay usable as the corpus changes: seven columns, a fixed split and kind, and each question
 /// names a transcript of the corpus with messages (parsed as indexing parses it), named after
 /// the session it names or a sub-agent's transcript of it (`<session>/subagents/agent-*.jsonl`). Each set has 30 questions at least, a third of them cross-lingual, and
@@ -375,7 +375,7 @@ fn multilingual_sets_name_real_sessions() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut seen = std::collections::HashSet::new();
     let sets =
-        ["multilingual.tsv"].into_iter().map(String::from).chain((2..=9).map(|n| format!("multilingual_{n}.tsv")));
+        ["multilingual.tsv"].into_iter().map(String::from).chain((2..=10).map(|n| format!("multilingual_{n}.tsv")));
     for name in sets {
         let text = std::fs::read_to_string(data.join(&name)).unwrap();
         let rows: Vec<Vec<&str>> = text
