@@ -156,35 +156,22 @@ fn scores_do_not_depend_on_the_other_candidates() {
         near.add(c);
     }
     near.represents(1000);
-    let shifted = rank(
-        vec![
-            pool(vec![cand("a", 1, Some(0.5), None)]),
-            Pool {
-                candidates: vec![cand("n", 1, Some(0.6), None)],
-                model: "m".into(),
-                background: near,
-                lexical: LexicalScale { reference: 1.0, required: 0.0 },
-            },
-        ],
-        SearchMode::Semantic,
-        &NO_CONTEXT,
-    );
+    // "a" in a pool of model "m" with the usual background, "n" in a pool of `model` whose
+    // documents are all closer to the query.
+    let beside_near = |model: &str| {
+        let near_pool = Pool {
+            candidates: vec![cand("n", 1, Some(0.6), None)],
+            model: model.into(),
+            background: near,
+            lexical: LexicalScale { reference: 1.0, required: 0.0 },
+        };
+        rank(vec![pool(vec![cand("a", 1, Some(0.5), None)]), near_pool], SearchMode::Semantic, &NO_CONTEXT)
+    };
+    let shifted = beside_near("m");
     assert_eq!(order(&shifted), ["n:1", "a:1"], "one background for all: cosine order within a search");
     // A collection of another model (one not yet migrated) is calibrated against its own
     // background: its cosines are not comparable with the others'.
-    let other = rank(
-        vec![
-            pool(vec![cand("a", 1, Some(0.5), None)]),
-            Pool {
-                candidates: vec![cand("n", 1, Some(0.6), None)],
-                model: "old".into(),
-                background: near,
-                lexical: LexicalScale { reference: 1.0, required: 0.0 },
-            },
-        ],
-        SearchMode::Semantic,
-        &NO_CONTEXT,
-    );
+    let other = beside_near("old");
     assert_eq!(order(&other), ["a:1", "n:1"], "z 4 in its own model against z 0 in the other");
     assert!((other[0].score - 4.0).abs() < 1e-4 && other[1].score.abs() < 1e-4);
 }
