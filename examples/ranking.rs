@@ -7,8 +7,9 @@
 //!   Development: conversations 1, 3, 5, 7, 9; test: 2, 4, 6, 8, 10.
 //! - **Claude Code cases** (`tests/data/search_queries.json`, `lexical_queries.json`:
 //!   paraphrases, identifiers, paths, errors, phrases): the whole transcript corpus of
-//!   `../shared/data/transcripts/` indexed, every case asked across all projects; the expected
-//!   message in the top 5. Development: even positions in each file; test: odd.
+//!   `../shared/data/transcripts/` indexed (with the Codex, Gemini and Aider histories of
+//!   `../shared/data/agents/`), every case asked across all projects; the expected message in the
+//!   top 5. Development: even positions in each file; test: odd.
 //! - **Multilingual set** (`tests/data/multilingual.tsv`: Chinese, Japanese, Korean and mixed
 //!   sessions, a half of the questions cross-lingual): the expected session among the top 5
 //!   hits, and among the first 5 sessions as `Index::search_sessions` groups them. The split
@@ -19,7 +20,7 @@
 //! `--data` keeps the indexes between runs (default: a temporary directory; one sub-directory
 //! per model; indexes another build of the example made are rebuilt); `--multilingual FILE`
 //! asks another multilingual set of the same columns (default `tests/data/multilingual.tsv`;
-//! `tests/data/multilingual_2.tsv` and `_3.tsv` are the second and third sets); `--sweep` adds
+//! `tests/data/multilingual_2.tsv` to `_11.tsv` are the second to eleventh sets); `--sweep` adds
 //! fusion and context settings; `--fit` fits the model's semantic, lexical and hybrid relevance
 //! curves on the development halves (the constants of `src/search/tuned.rs`) and prints how the
 //! relevance shown reads against answers on the test halves; `--translation` adds
@@ -391,6 +392,9 @@ fn main() -> anyhow::Result<()> {
     let claude = Index::open(data.join("claude"), options.clone())?;
     let mut folders = Vec::new();
     project_folders(&root.join("../shared/data/transcripts"), &mut folders);
+    // Codex, Gemini and Aider histories beside them (the eleventh multilingual set asks about
+    // Codex rollouts; the others are more distractors, as on a machine with several agents).
+    folders.push(root.join("../shared/data/agents"));
     let report =
         convdex::index_paths(&claude, &folders, &IndexOptions { tenant: Some("eval".into()), ..Default::default() })?;
     eprintln!(

@@ -365,17 +365,19 @@ fn corpus_placeholders_survive_and_literal_credentials_do_not() {
     assert!(kept > 0);
 }
 
-/// The multilingual retrieval sets (`tests/data/multilingual.tsv`, `_2.tsv` to `_10.tsv`)
+/// The multilingual retrieval sets (`tests/data/multilingual.tsv`, `_2.tsv` to `_11.tsv`)
 /// stay usable as the corpus changes: seven columns, a fixed split and kind, and each question
-/// names a transcript of the corpus with messages (parsed as indexing parses it), named after
-/// the session it names or a sub-agent's transcript of it (`<session>/subagents/agent-*.jsonl`). Each set has 30 questions at least, a third of them cross-lingual, and
-/// no question appears twice across the sets.
+/// names a transcript of the corpus with messages (parsed as indexing parses it): a Claude Code
+/// transcript under `transcripts/` named after the session it names, or a sub-agent's transcript
+/// of it (`<session>/subagents/agent-*.jsonl`), or a Codex rollout under `agents/codex/` whose
+/// `session_meta` names it. Each set has 30 questions at least, a third of them cross-lingual,
+/// and no question appears twice across the sets.
 #[test]
 fn multilingual_sets_name_real_sessions() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut seen = std::collections::HashSet::new();
     let sets =
-        ["multilingual.tsv"].into_iter().map(String::from).chain((2..=10).map(|n| format!("multilingual_{n}.tsv")));
+        ["multilingual.tsv"].into_iter().map(String::from).chain((2..=11).map(|n| format!("multilingual_{n}.tsv")));
     for name in sets {
         let text = std::fs::read_to_string(data.join(&name)).unwrap();
         let rows: Vec<Vec<&str>> = text
@@ -391,6 +393,15 @@ fn multilingual_sets_name_real_sessions() {
             let (split, kind, file, session, query) = (r[1], r[2], r[4], r[5], r[6]);
             assert!(["dev", "test"].contains(&split) && ["same", "cross", "mixed"].contains(&kind), "{name}: {r:?}");
             assert!(seen.insert(query.to_string()), "{name}: asked twice: {query}");
+            if file.starts_with("agents/codex/") {
+                // A Codex rollout names its session in its first record.
+                let path = shared().join(file);
+                let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {}: {e}", path.display()));
+                let parsed = convdex::ingest::codex::parse(&bytes);
+                assert_eq!(parsed.session_id.as_deref(), Some(session), "{name}: {r:?}");
+                assert!(!parsed.messages.is_empty(), "{name}: {file} has no message");
+                continue;
+            }
             // convdex names a session by its transcript's file name; a sub-agent's transcript
             // belongs to the session of the folder above `subagents`.
             let path = shared().join("transcripts").join(file);
