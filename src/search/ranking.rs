@@ -143,9 +143,9 @@ impl Default for Ranking {
 }
 
 /// The default [`Ranking::leaders`]: off. On, it found more on the development sets and on a
-/// ninth multilingual set written before it was judged, one fewer on a tenth, and a list is then
-/// no longer in the order of its scores and relevance (README, «The best hit of each signal kept
-/// near the top»).
+/// ninth multilingual set written before it was judged, one fewer on a tenth, as many on an
+/// eleventh, and a list is then no longer in the order of its scores and relevance (README, «The
+/// best hit of each signal kept near the top»).
 pub const DEFAULT_LEADERS: bool = false;
 
 fn default_leaders() -> bool {
