@@ -95,6 +95,24 @@ fn the_shared_agent_histories_index() {
     }
     println!("messages by agent: {by_agent:?}");
     assert_eq!(by_agent.keys().map(String::as_str).collect::<Vec<_>>(), ["aider", "codex", "gemini"]);
+    // No other history names the Gemini projects' directories: each is found in what its own
+    // sessions write, the one path whose SHA-256 is its folder's name.
+    let folders: Vec<String> = std::fs::read_dir(base.join("gemini/hoon9732+devenv_vault/.gemini/tmp"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("chats").is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let named: Vec<(String, String)> = index
+        .collections()
+        .unwrap()
+        .into_iter()
+        .filter_map(|c| Some((c.project.clone(), c.project_path.clone()?)))
+        .filter(|(_, p)| folders.contains(&convdex::ingest::gemini::project_hash(p)))
+        .collect();
+    println!("Gemini projects: {named:?}");
+    assert_eq!(named.len(), folders.len(), "every Gemini folder with chats named by its path: {named:?}");
+    assert!(named.iter().all(|(name, _)| !name.starts_with("gemini-")), "{named:?}");
     let second =
         convdex::index_paths(&index, &roots, &IndexOptions { tenant: Some("t".into()), ..Default::default() }).unwrap();
     assert_eq!(second.messages, 0, "a second run writes nothing: {second}");
@@ -177,6 +195,41 @@ fn four_agents(root: &Path, project: &Path) -> Vec<PathBuf> {
     )
     .unwrap();
     vec![root.join("claude/projects"), root.join("codex/sessions"), root.join("gemini/.gemini")]
+}
+
+/// A Gemini folder indexed before its own paths were read (its collection named by its hash)
+/// keeps that collection: a later run that could name the project does not copy its sessions
+/// into a second one.
+#[test]
+fn a_gemini_project_indexed_by_its_hash_keeps_its_collection() {
+    let root = tempfile::tempdir().unwrap();
+    let cwd = r"D:\项目\队列 服务";
+    let dir = root.path().join(".gemini/tmp").join(convdex::ingest::gemini::project_hash(cwd));
+    std::fs::create_dir_all(dir.join("chats")).unwrap();
+    let chat = json!({"sessionId": "g-1", "messages": [
+        {"id": "g1", "timestamp": "2026-10-03T10:00:00Z", "type": "user", "content": format!("why does {cwd}\\src\\queue.rs: fail to build?")},
+        {"id": "g2", "timestamp": "2026-10-03T10:00:05Z", "type": "gemini", "content": "A missing import."}]});
+    std::fs::write(dir.join("chats/session-2026-10-03T10-00-g1.json"), chat.to_string()).unwrap();
+    let options = IndexOptions { tenant: Some("t".into()), ..Default::default() };
+    // A fresh index names the project by the path the session wrote.
+    let fresh = tempfile::tempdir().unwrap();
+    let index = hash_index(fresh.path(), CollectionOptions::default());
+    convdex::index_paths(&index, &[root.path().join(".gemini")], &options).unwrap();
+    let c = index.collections().unwrap();
+    assert_eq!(c.len(), 1);
+    assert_eq!((c[0].project.as_str(), c[0].project_path.as_deref()), ("队列-服务", Some(cwd)), "{c:?}");
+    // An index where the folder already has its collection as earlier versions named it: after
+    // the hash, keyed by the folder itself.
+    let old = tempfile::tempdir().unwrap();
+    let index = hash_index(old.path(), CollectionOptions::default());
+    let name = format!("gemini-{}", &convdex::ingest::gemini::project_hash(cwd)[..8]);
+    index.collection_with("t", &name, Some(&dir.to_string_lossy())).unwrap();
+    let report = convdex::index_paths(&index, &[root.path().join(".gemini")], &options).unwrap();
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    let c = index.collections().unwrap();
+    assert_eq!(c.iter().map(|c| c.project.as_str()).collect::<Vec<_>>(), [name.as_str()], "{c:?}");
+    let coll = index.collection("t", &name).unwrap();
+    assert_eq!(coll.documents_of_kind(DocKind::Message).unwrap().len(), 2);
 }
 
 #[test]
