@@ -172,6 +172,15 @@ pub enum Error {
         /// What was found.
         reason: String,
     },
+    /// A collection the process answering a search for this one (an indexing run serving
+    /// reads) could not read.
+    #[error(
+        "{reason} (reported by the convdex process that is writing to this data directory and answered the search)"
+    )]
+    Remote {
+        /// What that process found, with its fix.
+        reason: String,
+    },
     /// Nothing has been indexed in this data directory yet.
     #[error(
         "nothing is indexed in {root} yet; run `convdex index` (or the MCP `index` tool) first, or pass \
@@ -248,6 +257,7 @@ impl Error {
                 | Error::Codec { .. }
                 | Error::FormatVersion { .. }
                 | Error::ModelMismatch { .. }
+                | Error::Remote { .. }
         )
     }
 

@@ -123,8 +123,8 @@ pub use indexer::import::{
 pub use indexer::remember::{MANUAL_SESSION, MAX_REMEMBER_BYTES, Remember, RememberIn, Remembered, remember};
 pub use indexer::runs::{SessionRuns, runs_in};
 pub use indexer::{
-    Config, Failure, IndexOptions, IndexReport, Progress, default_paths, default_tenant, index_paths,
-    index_paths_with_progress,
+    Config, Failure, FileOutcome, FileReport, IndexOptions, IndexReport, Progress, default_paths, default_tenant,
+    index_paths, index_paths_with_progress,
 };
 pub use ingest::layout::{Agent, default_history, default_sources, encode_project_dir};
 pub use lexical::{Glossary, GlossarySkip};

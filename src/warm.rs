@@ -17,14 +17,25 @@ pub(crate) const SOCKET: &str = "warm.sock";
 /// The file whose lock the serving helper holds: one helper per data directory.
 pub(crate) const CLAIM: &str = "warm.lock";
 /// Changes whenever a request or an answer changes shape.
-pub(crate) const PROTOCOL: u32 = 1;
+pub(crate) const PROTOCOL: u32 = 2;
+/// The socket of a process that answers searches while it writes ([`crate::Index::while_serving`]).
+pub(crate) const WRITER_SOCKET: &str = "writer.sock";
+/// The file whose lock that process holds, holding [`WRITER_MARK`] and its pid while it serves.
+pub(crate) const WRITER_CLAIM: &str = "writer.lock";
+/// What a writer serving reads writes into [`WRITER_CLAIM`] (emptied when it stops).
+pub(crate) const WRITER_MARK: &str = "writer";
 /// The largest record either side reads.
 const MAX_RECORD: usize = 256 << 20;
 /// What the helper appends to its process id in a collection's lock file.
 const HOLDER_MARK: &str = " (convdex warm)";
+/// What a process answering searches while it writes appends (it lets go of the collections
+/// it holds only to read when asked).
+const WRITER_HOLDER_MARK: &str = " (convdex writer)";
 
 /// Set by the serving helper: its collection locks say so ([`holder_label`]).
 static SERVING: AtomicBool = AtomicBool::new(false);
+/// Set while this process answers searches as it writes: it never asks itself.
+static WRITING: AtomicBool = AtomicBool::new(false);
 
 /// A request to the helper.
 #[derive(Debug, Serialize, Deserialize)]
@@ -37,8 +48,8 @@ pub(crate) enum Request {
         version: String,
         /// The model id the asker would embed the query with.
         model: String,
-        /// Only this project.
-        project: Option<String>,
+        /// Which collections.
+        scope: Scope,
         /// The query.
         query: Box<Query>,
     },
@@ -50,11 +61,28 @@ pub(crate) enum Request {
     Stop,
 }
 
+/// The collections a search asks ([`Request::Search`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Scope {
+    /// Every project's, or one project's ([`crate::Index::search`]).
+    Projects(Option<String>),
+    /// Every project's but this one's ([`crate::Index::search_except`]).
+    Except(String),
+    /// One collection, by tenant and project.
+    Collection(String, String),
+}
+
+/// A collection a serving writer could not read for a search: its name, tenant, project and why.
+pub(crate) type SkippedRemote = (String, String, String, String);
+
 /// The helper's answer.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Answer {
     /// The hits, with their projects.
     Hits(Vec<(String, Hit)>),
+    /// A writer's answer: the hits of every collection it could read, and the ones it could
+    /// not, with why.
+    Partial(Vec<(String, Hit)>, Vec<SkippedRemote>),
     /// Not answered here (another model or version, a collection skipped): search in process.
     Declined(String),
     /// Every collection is closed.
@@ -92,15 +120,37 @@ pub(crate) fn mark_serving() {
     SERVING.store(true, Ordering::SeqCst);
 }
 
+/// Marks this process as answering searches while it writes (`true`), or no longer (`false`).
+pub(crate) fn mark_writing(on: bool) {
+    WRITING.store(on, Ordering::SeqCst);
+}
+
+/// Whether another process answers the searches of `root` while it writes (its mark is in
+/// [`WRITER_CLAIM`]): a reader then asks it rather than wait for the collections it writes.
+/// Reads one small file.
+pub(crate) fn writer_serves(root: &Path) -> bool {
+    !WRITING.load(Ordering::SeqCst)
+        && std::fs::read_to_string(root.join(WRITER_CLAIM)).is_ok_and(|t| t.trim_start().starts_with(WRITER_MARK))
+        && root.join(WRITER_SOCKET).exists()
+}
+
 /// What this process writes into a collection's lock file: its id, marked when it is the helper.
 pub(crate) fn holder_label() -> String {
     let pid = std::process::id();
-    if SERVING.load(Ordering::SeqCst) { format!("{pid}{HOLDER_MARK}") } else { pid.to_string() }
+    if SERVING.load(Ordering::SeqCst) {
+        format!("{pid}{HOLDER_MARK}")
+    } else if WRITING.load(Ordering::SeqCst) {
+        format!("{pid}{WRITER_HOLDER_MARK}")
+    } else {
+        pid.to_string()
+    }
 }
 
-/// Whether a lock file's holder is a warm helper other than this process.
+/// Whether a lock file's holder is a warm helper, or a writer serving searches, other than
+/// this process: it may let go of a collection it holds only to read.
 pub(crate) fn held_by_helper(holder: &str) -> bool {
-    holder.ends_with(HOLDER_MARK) && !SERVING.load(Ordering::SeqCst)
+    (holder.ends_with(HOLDER_MARK) && !SERVING.load(Ordering::SeqCst))
+        || (holder.ends_with(WRITER_HOLDER_MARK) && !WRITING.load(Ordering::SeqCst))
 }
 
 /// Writes one record: its length (u32, little-endian), then its bincode body.
@@ -131,9 +181,14 @@ pub(crate) fn read_record<T: serde::de::DeserializeOwned>(r: &mut impl std::io::
 /// `timeout` for it. `None` when no helper answers (none running, a stale socket, a timeout,
 /// no Unix sockets on this platform).
 pub(crate) fn call(root: &Path, request: &Request, timeout: Duration) -> Option<Answer> {
+    call_at(&socket_path(root), request, timeout)
+}
+
+/// [`call`] on the socket at `socket`.
+pub(crate) fn call_at(socket: &Path, request: &Request, timeout: Duration) -> Option<Answer> {
     #[cfg(unix)]
     {
-        let mut stream = std::os::unix::net::UnixStream::connect(socket_path(root)).ok()?;
+        let mut stream = std::os::unix::net::UnixStream::connect(socket).ok()?;
         stream.set_read_timeout(Some(timeout)).ok()?;
         stream.set_write_timeout(Some(timeout)).ok()?;
         write_record(&mut stream, request).ok()?;
@@ -141,14 +196,18 @@ pub(crate) fn call(root: &Path, request: &Request, timeout: Duration) -> Option<
     }
     #[cfg(not(unix))]
     {
-        let _ = (root, request, timeout);
+        let _ = (socket, request, timeout);
         None
     }
 }
 
-/// Asks the helper serving `root` to close its collections; true once it has.
+/// Asks the helper serving `root`, and a writer serving its searches, to close the collections
+/// they hold to read; true once one has.
 pub(crate) fn ask_release(root: &Path) -> bool {
-    matches!(call(root, &Request::Release, Duration::from_secs(3)), Some(Answer::Released))
+    let released =
+        |socket: &Path| matches!(call_at(socket, &Request::Release, Duration::from_secs(3)), Some(Answer::Released));
+    let helper = released(&socket_path(root));
+    released(&root.join(WRITER_SOCKET)) || helper
 }
 
 #[cfg(test)]
@@ -165,15 +224,15 @@ mod tests {
                 protocol: PROTOCOL,
                 version: "x".into(),
                 model: "m".into(),
-                project: Some("项目".into()),
+                scope: Scope::Projects(Some("项目".into())),
                 query: Box::new(q.clone()),
             },
         )
         .unwrap();
         match read_record::<Request>(&mut buf.as_slice()).unwrap() {
-            Request::Search { query, project, .. } => {
+            Request::Search { query, scope, .. } => {
                 assert_eq!(*query, q);
-                assert_eq!(project.as_deref(), Some("项目"));
+                assert_eq!(scope, Scope::Projects(Some("项目".into())));
             }
             other => panic!("read back {other:?}"),
         }

@@ -49,8 +49,11 @@ pub fn run(ctx: &Ctx, a: MigrateArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let reports = migrate_all(&index, a.project.as_deref(), a.json)?;
-    let imports = convdex::refresh_answering_all(&index, a.project.as_deref())?;
+    // Other processes' searches are answered by this one while it re-embeds.
+    let (reports, imports) = index.while_serving(|| -> anyhow::Result<_> {
+        let reports = migrate_all(&index, a.project.as_deref(), a.json)?;
+        Ok((reports, convdex::refresh_answering_all(&index, a.project.as_deref())?))
+    })?;
     skipped(&imports.skipped);
     if a.json {
         let mut rows: Vec<_> = reports

@@ -37,6 +37,11 @@ pub struct EmbedProgress {
     pub embedded: usize,
     /// Seconds this pass has taken so far.
     pub seconds: f64,
+    /// Documents given their vectors by this pass in every collection it embeds
+    /// ([`crate::Index::embed_pending`] interleaves collections; equal to `done` for one).
+    pub pass_done: usize,
+    /// Documents waiting in every collection when the pass started.
+    pub pass_total: usize,
 }
 
 /// What [`Collection::embed_pending`] did.
@@ -68,10 +73,40 @@ impl Collection {
         let started = Instant::now();
         let total = self.pending_vectors()?;
         let mut report = EmbedReport::default();
+        while self.embed_pending_batch(&mut report)? {
+            let flow = progress(&EmbedProgress {
+                collection: self.name().to_string(),
+                done: report.documents,
+                total,
+                embedded: report.embedded,
+                seconds: started.elapsed().as_secs_f64(),
+                pass_done: report.documents,
+                pass_total: total,
+            });
+            if flow.is_break() {
+                break;
+            }
+        }
+        report.left = self.pending_vectors()?;
+        self.flush()?;
+        Ok(report)
+    }
+
+    /// The time of the next document [`Collection::embed_pending_batch`] would embed, in
+    /// milliseconds; `None` when nothing waits. Indexing stores each project's sessions newest
+    /// first, so this is about the time of the newest session still waiting.
+    pub fn next_pending_time(&self) -> Result<Option<i64>> {
+        let (batch, _) = self.pending_batch(1)?;
+        Ok(batch.first().map(|(_, d)| d.timestamp.timestamp_millis()))
+    }
+
+    /// Embeds one committed batch of the documents that wait for their vectors, adding to
+    /// `report`; false when nothing was waiting.
+    pub fn embed_pending_batch(&self, report: &mut EmbedReport) -> Result<bool> {
         loop {
             let (batch, orphans) = self.pending_batch(BATCH_DOCS)?;
             if batch.is_empty() && orphans.is_empty() {
-                break;
+                return Ok(false);
             }
             let docs: Vec<Document> = batch.iter().map(|(_, d)| d.clone()).collect();
             let mut add = AddReport::default();
@@ -112,21 +147,8 @@ impl Collection {
             report.embedded += add.embedded;
             report.cached += add.cached;
             self.follow_store(&[], &new_vectors, &[], generation)?;
-            drop(_w);
-            let flow = progress(&EmbedProgress {
-                collection: self.name().to_string(),
-                done: report.documents,
-                total,
-                embedded: report.embedded,
-                seconds: started.elapsed().as_secs_f64(),
-            });
-            if flow.is_break() {
-                break;
-            }
+            return Ok(true);
         }
-        report.left = self.pending_vectors()?;
-        self.flush()?;
-        Ok(report)
     }
 
     /// Up to `n` pending documents (internal id and document), in internal-id order, and the

@@ -140,11 +140,15 @@ impl EmbedOptions {
     }
 }
 
-/// A model of the manifest on ONNX Runtime, offline. `Send + Sync`; calls are serialised on
-/// one session (ONNX Runtime parallelises inside a call). Stored texts and queries get the
+/// A model of the manifest on ONNX Runtime, offline. `Send + Sync`; batches are serialised on
+/// one session (ONNX Runtime parallelises inside a batch), so concurrent calls interleave batch
+/// by batch. Stored texts and queries get the
 /// model's prefixes (`passage: ` and `query: ` for e5) before they are embedded.
 pub struct FastEmbedder {
     model: Mutex<Loaded>,
+    /// Queries waiting for the session: a long call lets them go first between its batches
+    /// (a mutex alone would hand the session back to the call that just released it).
+    queries_waiting: std::sync::atomic::AtomicUsize,
     files: ModelFiles,
     options: EmbedOptions,
     spec: &'static ModelSpec,
@@ -272,7 +276,14 @@ impl FastEmbedder {
             "" => 0,
             p => model.tokenizer.offsets(p).len(),
         };
-        Ok(FastEmbedder { model: Mutex::new(model), files, options, spec, prefix_tokens })
+        Ok(FastEmbedder {
+            model: Mutex::new(model),
+            queries_waiting: std::sync::atomic::AtomicUsize::new(0),
+            files,
+            options,
+            spec,
+            prefix_tokens,
+        })
     }
 
     /// The model's entry in the manifest.
@@ -304,7 +315,9 @@ impl FastEmbedder {
     }
 
     /// Embeds `texts`, each with `prefix`, in length-sorted batches; results in input order.
-    fn embed_with(&self, prefix: &str, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+    /// Queries (`query`) go before the next batch of a call that embeds stored texts.
+    fn embed_with(&self, prefix: &str, texts: &[&str], query: bool) -> Result<Vec<Vec<f32>>> {
+        use std::sync::atomic::Ordering;
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -315,9 +328,23 @@ impl FastEmbedder {
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
         let estimate = |i: usize| (texts[i].len() / 3 + self.overhead_tokens()).clamp(1, self.options.max_tokens);
         let batches = batches(&order, estimate, self.options.batch_size.max(1), self.options.batch_tokens.max(1));
-        let mut model = self.model.lock().unwrap_or_else(|e| e.into_inner());
         for idx in batches {
             let batch: Vec<String> = idx.iter().map(|&i| format!("{prefix}{}", texts[i])).collect();
+            // The session is taken per batch, not per call: a query embedded while a long
+            // indexing call runs (a search served by the indexing process) waits for one batch
+            // at most, not for the whole call.
+            let mut model = if query {
+                self.queries_waiting.fetch_add(1, Ordering::SeqCst);
+                let m = self.model.lock().unwrap_or_else(|e| e.into_inner());
+                self.queries_waiting.fetch_sub(1, Ordering::SeqCst);
+                m
+            } else {
+                let start = std::time::Instant::now();
+                while self.queries_waiting.load(Ordering::SeqCst) > 0 && start.elapsed().as_secs() < 5 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                self.model.lock().unwrap_or_else(|e| e.into_inner())
+            };
             for (v, &i) in self.run_batch(&mut model, &batch)?.into_iter().zip(idx) {
                 out[i] = v;
             }
@@ -344,15 +371,15 @@ impl Embedder for FastEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        self.embed_with(&self.spec.passage_prefix, texts)
+        self.embed_with(&self.spec.passage_prefix, texts, false)
     }
 
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
-        Ok(self.embed_with(&self.spec.query_prefix, &[text])?.pop().unwrap_or_default())
+        Ok(self.embed_with(&self.spec.query_prefix, &[text], true)?.pop().unwrap_or_default())
     }
 
     fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        self.embed_with(&self.spec.query_prefix, texts)
+        self.embed_with(&self.spec.query_prefix, texts, true)
     }
 
     fn token_offsets(&self, text: &str) -> Vec<(usize, usize)> {

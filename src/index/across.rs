@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::index::{CollectionInfo, Index, Skipped};
 use crate::lexical::QueryWords;
 use crate::search::{Hit, Plan, Query, SearchMode};
+use crate::warm::Scope;
 
 /// What a question over several collections found, and the collections it skipped.
 #[derive(Debug)]
@@ -95,6 +96,15 @@ pub struct FoundSession {
     pub session: String,
 }
 
+/// The threads the collections of a search answer on (one per core), apart from rayon's
+/// global pool, which the graph's inserts use.
+/// `None` when no thread could be started: the collections then answer one after another.
+fn search_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().thread_name(|i| format!("convdex-search-{i}")).build().ok())
+        .as_ref()
+}
+
 /// What a query's vectors depend on in one collection: its model, and for an English query the
 /// Chinese, Japanese and Korean it is written in.
 type VectorKey = (String, crate::lexical::Languages);
@@ -156,11 +166,14 @@ impl Index {
     ) -> Result<Across<Vec<T>>> {
         use rayon::prelude::*;
         let Across { found, mut skipped } = readable;
-        let answers: Vec<Result<T>> = found
-            .par_iter()
-            .zip(inputs.into_par_iter())
-            .map(|((info, c), input)| c.guarded(|c| f(input, info, c)))
-            .collect();
+        // On a pool of their own: a collection's task may wait for its graph's lock while a
+        // write in this process holds it and inserts on rayon's global pool (hnsw_rs); were the
+        // searches on that pool too, both would wait for ever.
+        let answer = |((info, c), input): (&OpenCollection, I)| c.guarded(|c| f(input, info, c));
+        let answers: Vec<Result<T>> = match search_pool() {
+            Some(pool) => pool.install(|| found.par_iter().zip(inputs.into_par_iter()).map(answer).collect()),
+            None => found.iter().zip(inputs).map(answer).collect(),
+        };
         let mut out = Vec::with_capacity(found.len());
         for ((info, _), answer) in found.iter().zip(answers) {
             match answer {
@@ -177,7 +190,19 @@ impl Index {
     /// calibration ranks their union ([`crate::Ranking`]), so a score means the same in every
     /// project and the first hits do not depend on `query.limit`. The query is embedded once
     /// per model.
+    ///
+    /// While another process writes to this data directory (an indexing run), that process
+    /// answers: the search does not wait for the collections it holds ([`Index::while_serving`]).
     pub fn search(&self, project: Option<&str>, query: &Query) -> Result<Across<Vec<ProjectHit>>> {
+        query.validate()?;
+        if let Some(found) = self.ask_writer(Scope::Projects(project.map(str::to_string)), query) {
+            return Ok(found);
+        }
+        self.search_here(project, query)
+    }
+
+    /// [`Index::search`] in this process.
+    pub(crate) fn search_here(&self, project: Option<&str>, query: &Query) -> Result<Across<Vec<ProjectHit>>> {
         query.validate()?;
         self.search_among(|| self.readable(project), query)
     }
@@ -186,6 +211,15 @@ impl Index {
     /// project: not another whose name adds a `-` suffix), ranked as one list among
     /// themselves. An empty answer when no other project exists.
     pub fn search_except(&self, project: &str, query: &Query) -> Result<Across<Vec<ProjectHit>>> {
+        query.validate()?;
+        if let Some(found) = self.ask_writer(Scope::Except(project.to_string()), query) {
+            return Ok(found);
+        }
+        self.search_except_here(project, query)
+    }
+
+    /// [`Index::search_except`] in this process.
+    pub(crate) fn search_except_here(&self, project: &str, query: &Query) -> Result<Across<Vec<ProjectHit>>> {
         query.validate()?;
         let mine = crate::text::normalize_name(project);
         let others: Vec<CollectionInfo> = self.collections()?.into_iter().filter(|i| i.project != mine).collect();

@@ -11,6 +11,7 @@ pub(crate) mod compact;
 mod migrate;
 pub(crate) mod recall;
 pub(crate) mod repair;
+pub(crate) mod serve;
 pub(crate) mod sessions;
 pub(crate) mod warm;
 

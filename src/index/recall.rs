@@ -139,8 +139,12 @@ impl Index {
         // The prompt's own words only: what is shown unasked must share words with the prompt
         // (`min_shared_terms`), and its bar was measured without translation.
         query.ranking.translation = 0.0;
-        let c = self.collection(&info.tenant, &info.project)?;
-        let hits = c.query(&query)?.hits.into_iter().map(|hit| ProjectHit { project: info.project.clone(), hit });
+        // While an indexing run holds the collection, it answers (see [`Index::while_serving`]).
+        let scope = crate::warm::Scope::Collection(info.tenant.clone(), info.project.clone());
+        let hits = match self.ask_writer(scope.clone(), &query) {
+            Some(found) => found.found,
+            None => self.search_scope(&scope, &query)?.found,
+        };
         let mut out: Vec<ProjectHit> = Vec::new();
         let prompt_words = words(text);
         let terms: HashSet<String> = LexicalQuery::parse(text).terms().into_iter().collect();

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::index::across::{Across, ProjectHit};
 use crate::search::Query;
-use crate::warm::{self, Answer, PROTOCOL, Request, WarmStatus};
+use crate::warm::{self, Answer, PROTOCOL, Request, Scope, WarmStatus};
 
 /// How long [`Index::search_warm`] waits for the helper's answer before searching in process.
 /// Default: 5 s (a helper that has just started may still be loading the model).
@@ -47,6 +47,10 @@ pub enum Answered {
     /// This process: no helper runs (or this platform has no Unix sockets), or it declined
     /// (the reason).
     InProcess(Option<String>),
+    /// The process writing to this data directory (an indexing run), which serves its
+    /// searches meanwhile ([`Index::while_serving`]); collections it could not read are in
+    /// [`Across::skipped`].
+    Writer,
 }
 
 /// Why [`Index::serve_warm`] returned.
@@ -78,7 +82,7 @@ struct Shared {
 impl Index {
     /// The model id this index would embed a query with, when it uses a model of the manifest
     /// (`None` with a custom [`crate::Options::embedder`], which a helper cannot share).
-    fn shared_model(&self) -> Option<String> {
+    pub(crate) fn shared_model(&self) -> Option<String> {
         if self.options().embedder.is_some() {
             return None;
         }
@@ -92,13 +96,17 @@ impl Index {
     /// skipped itself.
     pub fn search_warm(&self, project: Option<&str>, query: &Query) -> Result<(Across<Vec<ProjectHit>>, Answered)> {
         query.validate()?;
+        // While another process writes, it answers (the helper would ask it too).
+        if let Some(found) = self.ask_writer(Scope::Projects(project.map(str::to_string)), query) {
+            return Ok((found, Answered::Writer));
+        }
         let mut declined = None;
         if let Some(model) = self.shared_model() {
             let request = Request::Search {
                 protocol: PROTOCOL,
                 version: env!("CARGO_PKG_VERSION").into(),
                 model,
-                project: project.map(str::to_string),
+                scope: Scope::Projects(project.map(str::to_string)),
                 query: Box::new(query.clone()),
             };
             match warm::call(self.root(), &request, WARM_ANSWER_WAIT) {
@@ -290,7 +298,7 @@ enum After {
 
 fn answer(index: &Index, request: Request, shared: &Shared, held: &mut Vec<Arc<Collection>>) -> (Answer, After) {
     match request {
-        Request::Search { protocol, version, model, project, query } => {
+        Request::Search { protocol, version, model, scope, query } => {
             let mine = index.shared_model().unwrap_or_default();
             if protocol != PROTOCOL || version != env!("CARGO_PKG_VERSION") {
                 return (
@@ -302,7 +310,7 @@ fn answer(index: &Index, request: Request, shared: &Shared, held: &mut Vec<Arc<C
                 return (Answer::Declined(format!("the warm helper embeds with {mine}, not {model}")), After::Nothing);
             }
             shared.searches.fetch_add(1, Ordering::Relaxed);
-            match index.search(project.as_deref(), &query) {
+            match index.search_scope(&scope, &query) {
                 Ok(found) if found.skipped.is_empty() => {
                     (Answer::Hits(found.found.into_iter().map(|h| (h.project, h.hit)).collect()), After::Refill)
                 }

@@ -3,13 +3,17 @@
 //! fingerprint ([`fingerprint`]) in one transaction, so unchanged sessions cost a `stat` and a
 //! killed run leaves every session whole.
 
+mod copies;
 pub(crate) mod fingerprint;
 pub(crate) mod import;
 pub(crate) mod remember;
+mod report;
 pub(crate) mod runs;
 
+pub use report::{Failure, FileOutcome, FileReport, IndexReport};
+
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -18,10 +22,9 @@ use crate::derive::session::{self, SessionFile};
 use crate::doc::DocKind;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::ingest::claude::{self, ParsedFile, SkippedLine};
+use crate::ingest::claude::{self, ParsedFile};
 use crate::ingest::layout::{self, Agent, ProjectFolder, SessionFiles};
 use crate::text::normalize_name;
-use crate::text::scrub::RedactionCounts;
 use fingerprint::{FileState, SessionState, file_state};
 
 /// Options of an indexing run. Every field documents its default.
@@ -84,107 +87,6 @@ impl Config {
 /// Folders written by other memory tools' automated sessions (claude-mem observers): they would
 /// flood search with machine-written prompts, so they are never indexed.
 const AUTOMATED_PROJECT_MARKERS: &[&str] = &["claude-mem-observer", "observer-sessions"];
-
-/// What an indexing run did.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct IndexReport {
-    /// Sessions indexed for the first time.
-    pub sessions_new: usize,
-    /// Sessions that grew since the last run.
-    pub sessions_appended: usize,
-    /// Sessions rewritten or forced (re-indexed from scratch).
-    pub sessions_reindexed: usize,
-    /// Sessions unchanged since the last run.
-    pub sessions_skipped: usize,
-    /// Sessions skipped because they were forgotten (`convdex forget`); `force` indexes them again.
-    pub sessions_forgotten: usize,
-    /// Message documents written.
-    pub messages: usize,
-    /// Vectors written.
-    pub chunks: usize,
-    /// Decisions extracted (in sessions indexed by this run).
-    pub decisions: usize,
-    /// Chunks the model embedded (the rest came from the cache).
-    pub embedded: usize,
-    /// Lines skipped, with their file.
-    pub skipped_lines: Vec<(PathBuf, SkippedLine)>,
-    /// Secrets redacted, per kind.
-    pub redactions: RedactionCounts,
-    /// Collections written to.
-    pub collections: Vec<String>,
-    /// Project folders skipped by exclusion rules.
-    pub projects_excluded: usize,
-    /// Sessions found per agent (`claude-code`, `codex`, `gemini`, `aider`), indexed or not.
-    pub agents: std::collections::BTreeMap<String, usize>,
-    /// Sessions, project folders and paths that could not be indexed, and why. The run went on
-    /// without them; the next run tries them again.
-    pub failures: Vec<Failure>,
-    /// Paths given in which no session was found (a folder that holds no history, or none
-    /// within [`crate::ingest::layout::walk::MAX_DEPTH`] levels).
-    pub empty_paths: Vec<PathBuf>,
-    /// A dry run ([`IndexOptions::dry_run`]): the first file of every session it would index.
-    pub would_index: Vec<PathBuf>,
-    /// Wall time.
-    #[serde(skip)]
-    pub elapsed: Duration,
-    /// Seconds from the start until every document and word was stored (searchable by words,
-    /// filters, decisions), when the vectors were computed after ([`IndexOptions::defer_vectors`]
-    /// and [`crate::Index::embed_pending`]). `None` when they were computed inline.
-    pub words_seconds: Option<f64>,
-    /// Wall time in seconds (as [`IndexReport::elapsed`]).
-    pub seconds: f64,
-}
-
-impl std::fmt::Display for IndexReport {
-    /// One line: sessions by outcome, documents, chunks, skipped lines, redactions, time.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "sessions: {} new, {} appended, {} re-indexed, {} unchanged, {} forgotten; {} messages, {} decisions, {} chunks \
-             ({} embedded); {} lines skipped; {} failed; redactions: {:?}; {:.1} s; agents: {}",
-            self.sessions_new,
-            self.sessions_appended,
-            self.sessions_reindexed,
-            self.sessions_skipped,
-            self.sessions_forgotten,
-            self.messages,
-            self.decisions,
-            self.chunks,
-            self.embedded,
-            self.skipped_lines.len(),
-            self.failures.len(),
-            self.redactions,
-            self.elapsed.as_secs_f64(),
-            if self.agents.is_empty() {
-                "none found".to_string()
-            } else {
-                self.agents.iter().map(|(a, n)| format!("{a} {n}")).collect::<Vec<_>>().join(", ")
-            }
-        )
-    }
-}
-
-/// Something an indexing run could not do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Failure {
-    /// The file or folder.
-    pub path: PathBuf,
-    /// The session, when one session failed.
-    pub session: Option<String>,
-    /// What went wrong and, where there is one, the fix.
-    pub reason: String,
-}
-
-impl std::fmt::Display for Failure {
-    /// `<path> (session <id>): <reason>`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.path.display())?;
-        if let Some(s) = &self.session {
-            write!(f, " (session {s})")?;
-        }
-        write!(f, ": {}", self.reason)
-    }
-}
 
 /// The default tenant: the OS user (`$USER`, `$USERNAME`), normalised, else `local`.
 pub fn default_tenant() -> String {
@@ -256,8 +158,18 @@ pub fn index_paths_with_progress(
                     let x = x.to_lowercase();
                     name.contains(&x) || path.contains(&x)
                 });
+            for (p, why) in &folder.left_out {
+                report.file(p, None, FileOutcome::LeftOut, Some(why.clone()));
+            }
             if excluded {
                 report.projects_excluded += 1;
+                for s in &folder.sessions {
+                    report.session_files(
+                        s,
+                        FileOutcome::Excluded,
+                        Some("its project is excluded (config or --exclude-projects)"),
+                    );
+                }
             } else {
                 *report.agents.entry(folder.agent.as_str().to_string()).or_default() += folder.sessions.len();
                 folders.push(folder);
@@ -285,6 +197,7 @@ pub fn index_paths_with_progress(
             Err(e) => report.failures.push(Failure { path: dir, session: None, reason: e.chain() }),
         }
     }
+    copies::one_copy_each(&mut folders, &mut report);
     // Nothing to index because every path given is wrong: that is an error, not a report.
     if let Some(e) = first_error
         && report.failures.len() == paths.len()
@@ -366,38 +279,73 @@ fn index_folder(
     report: &mut IndexReport,
     tick: &mut dyn FnMut(&str),
 ) -> Result<()> {
-    let sessions: Vec<&SessionFiles> = folder
-        .sessions
-        .iter()
-        .filter(|s| {
-            !s.files().iter().any(|(p, _)| options.exclude.iter().any(|x| p.to_string_lossy().contains(x.as_str())))
-        })
-        .collect();
+    let mut sessions: Vec<&SessionFiles> = Vec::new();
+    for s in &folder.sessions {
+        let excluded =
+            s.files().iter().any(|(p, _)| options.exclude.iter().any(|x| p.to_string_lossy().contains(x.as_str())));
+        if excluded {
+            report.session_files(
+                s,
+                FileOutcome::Excluded,
+                Some("a file of the session matches --exclude or exclude_paths"),
+            );
+        } else {
+            sessions.push(s);
+        }
+    }
     if sessions.is_empty() {
         return Ok(());
     }
+    // Newest first: the vectors a words-first run leaves pending are embedded in the order the
+    // documents were stored, so the last weeks become searchable by meaning first.
+    let modified = |s: &SessionFiles| {
+        s.files().iter().filter_map(|(p, _)| std::fs::metadata(p).and_then(|m| m.modified()).ok()).max()
+    };
+    let mut by_time: Vec<(Option<std::time::SystemTime>, &SessionFiles)> =
+        sessions.iter().map(|s| (modified(s), *s)).collect();
+    by_time.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
+    let sessions: Vec<&SessionFiles> = by_time.into_iter().map(|(_, s)| s).collect();
     let coll = if options.dry_run {
         match find_project(index, folder)? {
             Some(c) => c,
             None => {
                 report.sessions_new += sessions.len();
                 report.would_index.extend(sessions.iter().filter_map(|s| Some(s.files().first()?.0.to_path_buf())));
+                for s in sessions {
+                    report.session_files(s, FileOutcome::WouldIndex, None);
+                }
                 return Ok(());
             }
         }
     } else {
-        open_project(index, tenant, folder)?
+        match open_project(index, tenant, folder) {
+            Ok(c) => c,
+            Err(e) => {
+                let why = e.chain();
+                for s in &sessions {
+                    report.session_files(s, FileOutcome::Failed, Some(&why));
+                }
+                return Err(e);
+            }
+        }
     };
     let root = coll.meta()?.project_path.unwrap_or_default();
     report.collections.push(coll.name().to_string());
-    for s in sessions {
+    for &s in &sessions {
         // A session that cannot be read or written is reported and skipped; its fingerprint is
         // not stored, so the next run tries it again.
         if let Err(e) = coll.guarded(|c| index_session(c, &root, s, options, report)) {
             let path = s.files().first().map(|(p, _)| p.to_path_buf()).unwrap_or_default();
             let fatal = matches!(e, Error::Damaged { .. } | Error::InUse { .. });
+            report.session_files(s, FileOutcome::Failed, Some(&e.chain()));
             report.failures.push(Failure { path, session: Some(s.id.clone()), reason: e.chain() });
             if fatal {
+                // The sessions after it are not tried: each of their files says so.
+                let why = format!("not tried: {}", e.chain());
+                let rest: Vec<&SessionFiles> = sessions.iter().skip_while(|x| x.id != s.id).skip(1).copied().collect();
+                for r in rest {
+                    report.session_files(r, FileOutcome::Failed, Some(&why));
+                }
                 return Ok(());
             }
         }
@@ -431,12 +379,18 @@ fn index_session(
     let forgotten = coll.is_forgotten(&s.id)?;
     if forgotten && !options.force {
         report.sessions_forgotten += 1;
+        report.session_files(
+            s,
+            FileOutcome::Forgotten,
+            Some("forgotten with `convdex forget`; `index --force` indexes it again"),
+        );
         return Ok(());
     }
     let previous: Option<SessionState> = coll.session_state(&s.id)?;
     let stats: Vec<(&Path, Option<(u64, i64)>)> = files.iter().map(|(p, _)| (*p, file_state(p))).collect();
     if !options.force && previous.as_ref().is_some_and(|prev| prev.unchanged(&stats)) {
         report.sessions_skipped += 1;
+        report.session_files(s, FileOutcome::Unchanged, None);
         return Ok(());
     }
     if options.dry_run {
@@ -445,6 +399,7 @@ fn index_session(
             None => report.sessions_new += 1,
         }
         report.would_index.extend(files.first().map(|(p, _)| p.to_path_buf()));
+        report.session_files(s, FileOutcome::WouldIndex, None);
         return Ok(());
     }
     // Read and parse every file of the session.
@@ -509,6 +464,17 @@ fn index_session(
         unforget: forgotten,
         defer_vectors: options.defer_vectors,
     })?;
+    for ((p, _), pf) in files.iter().zip(&parsed) {
+        let (outcome, reason) = report::file_outcome(s.agent, pf);
+        report.files.push(FileReport {
+            path: p.to_path_buf(),
+            session: Some(s.id.clone()),
+            agent: s.agent,
+            outcome,
+            messages: pf.messages.len(),
+            reason,
+        });
+    }
     report.chunks += r.chunks;
     report.embedded += r.embedded;
     report.messages += fresh.iter().filter(|d| d.kind() == DocKind::Message).count();

@@ -8,6 +8,7 @@
 //! the files and commits attached to the message that made the call.
 //! See `../shared/docs/claude-code-jsonl-format.md` for the evidence behind each rule.
 
+mod answers;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -91,6 +92,10 @@ pub struct ParsedFile {
     pub tasks: Vec<(String, bool)>,
     /// True when records are sidechain (sub-agent) records.
     pub sidechain: bool,
+    /// Records of a conversation's turns (a user's or an assistant's), whether or not they
+    /// gave a message: a file with records and none of these holds only what the agent keeps
+    /// beside a conversation (summaries, file snapshots).
+    pub turns: usize,
 }
 
 struct ToolUse {
@@ -226,8 +231,14 @@ pub fn parse(bytes: &[u8]) -> ParsedFile {
                     out.title = Some(t.to_string());
                 }
             }
-            "assistant" => assistant(&value, &mut out, &mut by_api_id, &mut tools),
-            "user" => user(&value, &mut out, &mut results),
+            "assistant" => {
+                out.turns += 1;
+                assistant(&value, &mut out, &mut by_api_id, &mut tools)
+            }
+            "user" => {
+                out.turns += 1;
+                user(&value, &mut out, &mut results)
+            }
             _ => {}
         }
     }
@@ -357,6 +368,19 @@ fn user(v: &Value, out: &mut ParsedFile, results: &mut Vec<(String, Value, Value
         }
     }
     if has_result {
+        // The user's answers to the assistant's questions (`AskUserQuestion`): what they picked
+        // is the user's turn, though it arrives as a tool's result.
+        if let Some(text) = answers::answered_questions(v, content) {
+            out.messages.push(ParsedMessage {
+                uuid: v.get("uuid").and_then(Value::as_str).unwrap_or_default().to_string(),
+                role: Role::User,
+                text: clean_text(&text),
+                timestamp: ts,
+                files: Vec::new(),
+                commits: Vec::new(),
+                cwd: v.get("cwd").and_then(Value::as_str).map(str::to_string),
+            });
+        }
         return;
     }
     let text = content_text(content);

@@ -10,6 +10,14 @@
 //! `update_plan`) and `custom_tool_call` (`apply_patch`) the tool calls, with their
 //! `…_output` records (an exit code in the output's metadata). Reasoning is encrypted and left
 //! out. Same tolerance as every parser: a bad line is skipped and reported with its number.
+//!
+//! Rollouts written until September 2025 have no envelope: the first line is the session's
+//! header `{id, timestamp, instructions, git}`, `{"record_type": "state"}` lines mark saved
+//! state, and the records are bare (`{"type": "message", "role": "user", …}`, `function_call`,
+//! `function_call_output`, `reasoning`) with no time of their own. They read as the same
+//! records: a bare record is a `response_item`, its time the header's; the prompts are the user
+//! messages (there is no `event_msg` then), less the environment context and instructions the
+//! CLI sends first, and the working directory is the `<cwd>` of that environment context.
 
 use std::collections::HashMap;
 
@@ -39,11 +47,45 @@ pub fn parse(bytes: &[u8]) -> ParsedFile {
     let records = super::json_lines(bytes, &mut out);
     let mut current: Option<usize> = None;
     let mut calls: HashMap<String, Call> = HashMap::new();
+    // The legacy header's time, for the bare records that have none.
+    let mut started = DateTime::<Utc>::default();
+    // Legacy rollouts hold no `event_msg` prompts: their user messages are the prompts.
+    let legacy = records.first().is_some_and(|(_, v)| is_legacy_header(v));
     for (line, v) in records {
-        let ts = timestamp(&v);
-        let payload = v.get("payload").cloned().unwrap_or(Value::Null);
+        if v.get("record_type").is_some() {
+            continue; // legacy saved-state marker
+        }
+        if is_legacy_header(&v) {
+            started = timestamp(&v);
+            if out.session_id.is_none() {
+                out.session_id = v.get("id").and_then(Value::as_str).map(str::to_string);
+            }
+            continue;
+        }
+        let bare = v.get("payload").is_none() && v.get("type").and_then(Value::as_str).is_some_and(is_item);
+        let ts = if bare && v.get("timestamp").is_none() { started } else { timestamp(&v) };
+        let (kind, payload) = if bare {
+            ("response_item", v.clone())
+        } else {
+            (
+                v.get("type").and_then(Value::as_str).unwrap_or_default(),
+                v.get("payload").cloned().unwrap_or(Value::Null),
+            )
+        };
         let ptype = payload.get("type").and_then(Value::as_str).unwrap_or_default();
-        match (v.get("type").and_then(Value::as_str).unwrap_or_default(), ptype) {
+        if matches!((kind, ptype), ("response_item", "message") | ("event_msg", "user_message")) {
+            out.turns += 1;
+        }
+        match (kind, ptype) {
+            ("response_item", "message") if legacy && payload.get("role").and_then(Value::as_str) == Some("user") => {
+                let text = input_text(&payload);
+                if let Some(cwd) = environment_cwd(&text) {
+                    *out.cwds.entry(cwd).or_default() += 1;
+                } else if !is_cli_context(&text) {
+                    out.messages.push(message(line, Role::User, &text, ts));
+                    current = None;
+                }
+            }
             ("session_meta", _) => {
                 if out.session_id.is_none() {
                     out.session_id = payload.get("id").and_then(Value::as_str).map(str::to_string);
@@ -100,6 +142,58 @@ pub fn parse(bytes: &[u8]) -> ParsedFile {
         }
     }
     out
+}
+
+/// The first line of a rollout written before September 2025: `{id, timestamp, instructions}`
+/// with no `type`.
+pub(crate) fn is_legacy_header(v: &Value) -> bool {
+    v.get("type").is_none() && v.get("payload").is_none() && v.get("id").is_some() && v.get("timestamp").is_some()
+}
+
+/// Record types a legacy rollout writes bare (without the `response_item` envelope).
+fn is_item(t: &str) -> bool {
+    matches!(
+        t,
+        "message"
+            | "function_call"
+            | "function_call_output"
+            | "custom_tool_call"
+            | "custom_tool_call_output"
+            | "reasoning"
+            | "local_shell_call"
+    )
+}
+
+/// The text of a message's `input_text` blocks.
+fn input_text(payload: &Value) -> String {
+    let parts: Vec<&str> = payload
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("input_text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    parts.join("\n").trim().to_string()
+}
+
+/// The working directory of an `<environment_context>` the CLI sends before the first prompt.
+pub(crate) fn environment_cwd(text: &str) -> Option<String> {
+    let t = text.trim_start();
+    if !t.starts_with("<environment_context>") {
+        return None;
+    }
+    let start = t.find("<cwd>")? + "<cwd>".len();
+    let len = t.get(start..)?.find("</cwd>")?;
+    let cwd = t.get(start..start + len)?.trim();
+    (!cwd.is_empty()).then(|| cwd.to_string())
+}
+
+/// Text the CLI sends as a user message that nobody typed: the environment context and the
+/// project's instructions.
+fn is_cli_context(text: &str) -> bool {
+    let t = text.trim_start();
+    t.is_empty() || t.starts_with("<environment_context>") || t.starts_with("<user_instructions>")
 }
 
 fn message(line: usize, role: Role, text: &str, ts: DateTime<Utc>) -> ParsedMessage {
@@ -299,5 +393,43 @@ mod tests {
         assert_eq!(p.tasks, [("fix tests".to_string(), false), ("deploy".to_string(), true)]);
         assert_eq!(p.skipped.len(), 1, "the torn last line");
         assert!(p.consumed < s.len());
+    }
+
+    #[test]
+    fn a_rollout_written_before_session_meta_reads_the_same() {
+        let mut s = String::new();
+        s += &line(
+            serde_json::json!({"id":"0b1c","timestamp":"2025-08-18T01:16:13.522Z","instructions":null,"git":{"branch":"main"}}),
+        );
+        s += &line(serde_json::json!({"record_type":"state"}));
+        s += &line(
+            serde_json::json!({"type":"message","id":null,"role":"user","content":[{"type":"input_text","text":"<user_instructions>\nbe brief\n</user_instructions>"}]}),
+        );
+        s += &line(
+            serde_json::json!({"type":"message","id":null,"role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>C:\\프로젝트\\웹 앱</cwd>\n  <approval_policy>on-request</approval_policy>\n</environment_context>"}]}),
+        );
+        s += &line(
+            serde_json::json!({"type":"message","id":null,"role":"user","content":[{"type":"input_text","text":"로그인은 세션 쿠키로 하자"}]}),
+        );
+        s += &line(serde_json::json!({"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"}));
+        s += &line(
+            serde_json::json!({"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"세션 쿠키로 바꿉니다."}]}),
+        );
+        s += &line(
+            serde_json::json!({"type":"function_call","id":"fc_1","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"cargo test\"]}","call_id":"call_1"}),
+        );
+        s += &line(
+            serde_json::json!({"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"error: 2 failed\",\"metadata\":{\"exit_code\":101}}"}),
+        );
+        s += &line(serde_json::json!({"record_type":"state"}));
+        let p = parse(s.as_bytes());
+        assert_eq!(p.session_id.as_deref(), Some("0b1c"));
+        assert_eq!(p.cwds.keys().collect::<Vec<_>>(), ["C:\\프로젝트\\웹 앱"]);
+        let texts: Vec<(Role, &str)> = p.messages.iter().map(|m| (m.role, m.text.as_str())).collect();
+        assert_eq!(texts, [(Role::User, "로그인은 세션 쿠키로 하자"), (Role::Assistant, "세션 쿠키로 바꿉니다.")]);
+        assert!(p.messages.iter().all(|m| m.timestamp.to_rfc3339().starts_with("2025-08-18T01:16:13")));
+        let errors: Vec<&str> = p.errors.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(errors, ["error: 2 failed"], "a bare call's output is read as a wrapped one's");
+        assert!(p.skipped.is_empty(), "{:?}", p.skipped);
     }
 }

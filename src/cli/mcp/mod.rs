@@ -391,7 +391,8 @@ impl Server {
             }
             let mut options = IndexOptions { force: p.force.unwrap_or(false), ..Default::default() };
             super::apply_config(config.as_deref(), &mut options)?;
-            let report = convdex::index_paths(&index, &[path], &options)?;
+            // Other processes' searches are answered by this server while it writes.
+            let report = index.while_serving(|| convdex::index_paths(&index, &[path], &options))?;
             let mut out = format!("{report}\ncollections: {}\n", report.collections.join(", "));
             for f in &report.failures {
                 out.push_str(&format!("not indexed: {f}\n"));

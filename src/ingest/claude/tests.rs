@@ -97,3 +97,44 @@ fn paths_relative_to_root() {
     assert_eq!(relative_to("/home/u/project2/a.rs", "/home/u/proj"), "/home/u/project2/a.rs");
     assert_eq!(relative_to("d:\\Work\\App\\src\\x.cs", "D:\\Work\\App"), "src/x.cs");
 }
+
+/// The user's answers to the assistant's multiple-choice questions are the user's turn: read
+/// from the record's `toolUseResult` (options not taken after them), else from the result's
+/// text (older versions); an unanswered (failed) question and any other tool's result are not.
+#[test]
+fn answers_to_the_assistants_questions_are_user_messages() {
+    let mut s = String::new();
+    s += &line(
+        serde_json::json!({"type":"assistant","uuid":"a1","sessionId":"S","timestamp":"2025-01-01T00:00:01Z","message":{"id":"m1","model":"m","content":[
+            {"type":"tool_use","id":"q1","name":"AskUserQuestion","input":{"questions":[{"question":"保存先は？","header":"DB","options":[{"label":"PostgreSQL"},{"label":"SQLite"}],"multiSelect":false}]}}]}}),
+    );
+    s += &line(
+        serde_json::json!({"type":"user","uuid":"u1","sessionId":"S","timestamp":"2025-01-01T00:00:02Z","message":{"role":"user","content":[
+            {"type":"tool_result","tool_use_id":"q1","content":"User has answered your questions: \"保存先は？\"=\"SQLite\". You can now continue with the user's answers in mind."}]},
+            "toolUseResult":{"questions":[{"question":"保存先は？","options":[{"label":"PostgreSQL"},{"label":"SQLite"}]}],"answers":{"保存先は？":"SQLite"}}}),
+    );
+    // An older version: the answers only in the result's text.
+    s += &line(
+        serde_json::json!({"type":"user","uuid":"u2","sessionId":"S","timestamp":"2025-01-01T00:00:03Z","message":{"role":"user","content":[
+            {"type":"tool_result","tool_use_id":"q2","content":"User has answered your questions: \"Which \\\"cache\\\"?\"=\"Redis\", \"Scope?\"=\"only the API\". You can now continue."}]}}),
+    );
+    // A question that failed, and another tool's result: no message.
+    s += &line(
+        serde_json::json!({"type":"user","uuid":"u3","sessionId":"S","timestamp":"2025-01-01T00:00:04Z","message":{"role":"user","content":[
+            {"type":"tool_result","tool_use_id":"q3","is_error":true,"content":"<tool_use_error>InputValidationError</tool_use_error>"}]}}),
+    );
+    s += &line(
+        serde_json::json!({"type":"user","uuid":"u4","sessionId":"S","timestamp":"2025-01-01T00:00:05Z","message":{"role":"user","content":[
+            {"type":"tool_result","tool_use_id":"t9","content":"file written"}]},"toolUseResult":{"type":"create"}}),
+    );
+    let p = parse(s.as_bytes());
+    let users: Vec<(&str, &str)> =
+        p.messages.iter().filter(|m| m.role == Role::User).map(|m| (m.uuid.as_str(), m.text.as_str())).collect();
+    assert_eq!(
+        users,
+        [
+            ("u1", "保存先は？ → SQLite (not: PostgreSQL)"),
+            ("u2", "Which \\\"cache\\\"? → Redis\nScope? → only the API")
+        ]
+    );
+}

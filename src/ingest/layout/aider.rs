@@ -20,5 +20,5 @@ pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
         .map(|(id, _)| SessionFiles { id, main: Some(file.clone()), ..SessionFiles::new(Agent::Aider) })
         .collect();
     let project = Some(dir.to_string_lossy().into_owned());
-    Ok(vec![ProjectFolder { dir, project, agent: Agent::Aider, sessions }])
+    Ok(vec![ProjectFolder { dir, project, agent: Agent::Aider, sessions, left_out: Vec::new() }])
 }

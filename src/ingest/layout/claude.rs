@@ -1,15 +1,17 @@
 //! Where Claude Code keeps its transcripts, and which files make a session: the main
-//! `<session>.jsonl`, sub-agents in `<session>/subagents/agent-*.jsonl` (agent type from the
-//! `.meta.json` beside each) and the older `agent-*.jsonl` beside the sessions (attached by their
-//! `sessionId`); Claude Code's own internal agents are left out. A project is named by the
-//! working directory its sessions record.
+//! `<session>.jsonl`, sub-agents in `<session>/subagents/` (agent type from the `.meta.json`
+//! beside each; the newest versions nest workflow runs in `subagents/workflows/wf_*/`) and the
+//! older `agent-*.jsonl` beside the sessions, or gathered by a backup in one flat `subagents/`
+//! folder of the project (both attached by their `sessionId`); Claude Code's own internal
+//! agents are left out, and said to be. A project is named by the working directory its
+//! sessions record.
 //!
 //! Reads directories and the first 64 KiB of session files; parses nothing else.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use super::{Agent, ProjectFolder, SessionFiles, peek_field};
+use super::{Agent, LeftOut, ProjectFolder, SessionFiles, Subagent, peek_field};
 use crate::error::{Error, Result};
 
 /// Sub-agents that are Claude Code's own machinery, not user-visible work.
@@ -57,8 +59,9 @@ pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
         let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session").to_string();
         let mut s =
             SessionFiles { id: id.clone(), main: Some(path.to_path_buf()), ..SessionFiles::new(Agent::ClaudeCode) };
-        s.subagents = subagents_of(&dir, &id);
-        let mut folder = ProjectFolder { dir, project: None, agent: Agent::ClaudeCode, sessions: vec![s] };
+        let (subagents, left_out) = subagents_of(&dir, &id);
+        s.subagents = subagents;
+        let mut folder = ProjectFolder { dir, project: None, agent: Agent::ClaudeCode, sessions: vec![s], left_out };
         folder.project = project_path(&folder);
         return Ok(vec![folder]);
     }
@@ -68,54 +71,69 @@ pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
     Ok(vec![project_folder(path)])
 }
 
-fn subagents_of(dir: &Path, session: &str) -> Vec<(PathBuf, Option<String>)> {
-    jsonl(&dir.join(session).join("subagents"))
-        .into_iter()
-        .filter(|p| !internal_agent(&p.to_string_lossy()))
-        .map(|p| {
+fn subagents_of(dir: &Path, session: &str) -> (Vec<Subagent>, Vec<LeftOut>) {
+    let mut kept = Vec::new();
+    let mut left_out = Vec::new();
+    for p in super::files_under(&dir.join(session).join("subagents"), &|n| n.ends_with(".jsonl")) {
+        if internal_agent(&p.to_string_lossy()) {
+            left_out.push((p, INTERNAL.to_string()));
+        } else {
             let t = agent_type(&p);
-            (p, t)
-        })
-        .collect()
+            kept.push((p, t));
+        }
+    }
+    (kept, left_out)
+}
+
+/// Why an internal agent's transcript is not indexed.
+const INTERNAL: &str = "Claude Code's own machinery (compaction, prompt suggestions), not a conversation";
+
+/// A session's folder (`<uuid>/`, holding `subagents/` or `tool-results/`), as opposed to any
+/// other folder a backup may keep beside the sessions.
+pub(crate) fn is_session_dir(name: &str) -> bool {
+    uuid::Uuid::parse_str(name).is_ok()
 }
 
 fn project_folder(dir: &Path) -> ProjectFolder {
     let mut sessions: BTreeMap<String, SessionFiles> = BTreeMap::new();
+    let mut left_out = Vec::new();
+    // Sub-agents kept apart from their session's folder: the older `agent-*.jsonl` beside the
+    // sessions, and a flat `subagents/` folder a backup made of the project.
+    let mut loose: Vec<PathBuf> = Vec::new();
     for f in jsonl(dir) {
         let name = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
         if name.starts_with("agent-") {
-            // Older layout: sub-agents beside the sessions, attached by their sessionId.
-            if internal_agent(&name) {
-                continue;
-            }
-            if let Some(id) = peek_session_id(&f) {
-                sessions
-                    .entry(id.clone())
-                    .or_insert_with(|| SessionFiles { id, ..SessionFiles::new(Agent::ClaudeCode) })
-                    .subagents
-                    .push((f, None));
-            }
+            loose.push(f);
             continue;
         }
-        sessions
-            .entry(name.clone())
-            .or_insert_with(|| SessionFiles { id: name.clone(), ..SessionFiles::new(Agent::ClaudeCode) })
-            .main = Some(f);
+        entry(&mut sessions, &name).main = Some(f);
     }
-    // Session directories with sub-agents (also orphans whose main file is gone).
+    loose.extend(super::files_under(&dir.join("subagents"), &|n| n.ends_with(".jsonl")));
+    for f in loose {
+        if internal_agent(&f.file_name().unwrap_or_default().to_string_lossy()) {
+            left_out.push((f, INTERNAL.to_string()));
+            continue;
+        }
+        // Attached by the session it records; one that records none is a session of its own
+        // (indexed, never dropped).
+        let id = peek_session_id(&f)
+            .unwrap_or_else(|| f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+        let t = agent_type(&f);
+        entry(&mut sessions, &id).subagents.push((f, t));
+    }
+    // Session folders with sub-agents (also orphans whose main file is gone).
     if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.join("subagents").is_dir() {
-                let id = e.file_name().to_string_lossy().into_owned();
-                let subs = subagents_of(dir, &id);
-                if !subs.is_empty() {
-                    sessions
-                        .entry(id.clone())
-                        .or_insert_with(|| SessionFiles { id, ..SessionFiles::new(Agent::ClaudeCode) })
-                        .subagents
-                        .extend(subs);
-                }
+        let mut dirs: Vec<_> = rd.flatten().filter(|e| e.path().is_dir()).collect();
+        dirs.sort_by_key(|e| e.file_name());
+        for e in dirs {
+            let id = e.file_name().to_string_lossy().into_owned();
+            if !is_session_dir(&id) && !sessions.contains_key(&id) {
+                continue;
+            }
+            let (subs, out) = subagents_of(dir, &id);
+            left_out.extend(out);
+            if !subs.is_empty() {
+                entry(&mut sessions, &id).subagents.extend(subs);
             }
         }
     }
@@ -124,9 +142,16 @@ fn project_folder(dir: &Path) -> ProjectFolder {
         project: None,
         agent: Agent::ClaudeCode,
         sessions: sessions.into_values().collect(),
+        left_out,
     };
     folder.project = project_path(&folder);
     folder
+}
+
+fn entry<'a>(sessions: &'a mut BTreeMap<String, SessionFiles>, id: &str) -> &'a mut SessionFiles {
+    sessions
+        .entry(id.to_string())
+        .or_insert_with(|| SessionFiles { id: id.to_string(), ..SessionFiles::new(Agent::ClaudeCode) })
 }
 
 /// Claude Code's folder encoding of a path: every character outside `[A-Za-z0-9]` becomes `-`.

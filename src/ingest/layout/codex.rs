@@ -30,13 +30,25 @@ pub(crate) fn is_root(path: &Path) -> bool {
     below.is_dir() && !files_under(&below, &is_rollout).is_empty()
 }
 
-/// Session id and working directory from a rollout's first record (`session_meta`).
+/// Session id and working directory from a rollout's first record (`session_meta`), or, for a
+/// rollout written before it existed, from its header line and the `<cwd>` of the environment
+/// context among its first records (the first 1 MiB is read at most).
 fn meta(path: &Path) -> (Option<String>, Option<String>) {
     use std::io::{BufRead, BufReader, Read};
-    let mut line = String::new();
-    let read = std::fs::File::open(path).map(|f| BufReader::new(f.take(1 << 20)).read_line(&mut line));
-    let v: Option<serde_json::Value> = read.ok().and_then(|_| serde_json::from_str(&line).ok());
-    let payload = v.as_ref().and_then(|v| v.get("payload"));
+    let Ok(f) = std::fs::File::open(path) else { return (None, None) };
+    let mut lines = BufReader::new(f.take(1 << 20)).lines().map_while(std::result::Result::ok);
+    let first: Option<serde_json::Value> = lines.next().and_then(|l| serde_json::from_str(&l).ok());
+    let Some(first) = first else { return (None, None) };
+    if crate::ingest::codex::is_legacy_header(&first) {
+        let id = first.get("id").and_then(|x| x.as_str()).map(str::to_string);
+        let cwd = lines.take(64).find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(&l).ok()?;
+            let blocks = v.get("content")?.as_array()?;
+            blocks.iter().filter_map(|b| b.get("text")?.as_str()).find_map(crate::ingest::codex::environment_cwd)
+        });
+        return (id, cwd);
+    }
+    let payload = first.get("payload");
     let field = |k: &str| payload.and_then(|p| p.get(k)).and_then(|x| x.as_str()).map(str::to_string);
     (field("id"), field("cwd"))
 }
@@ -59,6 +71,7 @@ pub(crate) fn discover(path: &Path) -> Result<Vec<ProjectFolder>> {
             project: cwd.clone(),
             agent: Agent::Codex,
             sessions: Vec::new(),
+            left_out: Vec::new(),
         });
         folder.sessions.push(SessionFiles { id, main: Some(f), ..SessionFiles::new(Agent::Codex) });
     }

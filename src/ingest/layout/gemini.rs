@@ -248,7 +248,7 @@ fn folder(dir: &Path, known: &[String]) -> ProjectFolder {
         let indexed = known.iter().any(|k| crate::text::paths::same_dir(k, &own));
         if indexed { None } else { resolve_from_text(dir, &hash) }
     });
-    ProjectFolder { dir: dir.to_path_buf(), project, agent: Agent::Gemini, sessions: Vec::new() }
+    ProjectFolder { dir: dir.to_path_buf(), project, agent: Agent::Gemini, sessions: Vec::new(), left_out: Vec::new() }
 }
 
 #[cfg(test)]

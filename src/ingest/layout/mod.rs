@@ -69,6 +69,12 @@ impl std::fmt::Display for Agent {
     }
 }
 
+/// A sub-agent transcript with its agent type, when known.
+pub type Subagent = (PathBuf, Option<String>);
+
+/// A file looked at and left out, with why.
+pub type LeftOut = (PathBuf, String);
+
 /// One session's files.
 #[derive(Debug, Clone, Default)]
 pub struct SessionFiles {
@@ -81,7 +87,7 @@ pub struct SessionFiles {
     /// More files of the main conversation (a Gemini session spanning several chat files).
     pub parts: Vec<PathBuf>,
     /// Sub-agent transcripts with their agent type when known (Claude Code).
-    pub subagents: Vec<(PathBuf, Option<String>)>,
+    pub subagents: Vec<Subagent>,
 }
 
 impl SessionFiles {
@@ -113,6 +119,10 @@ pub struct ProjectFolder {
     pub agent: Agent,
     /// Its sessions.
     pub sessions: Vec<SessionFiles>,
+    /// Files in the folder that look like transcripts and belong to no session here, with why
+    /// (Claude Code's internal agents, a copy of a session found in another folder): every file
+    /// an indexing run sees is accounted for.
+    pub left_out: Vec<LeftOut>,
 }
 
 /// The default Claude Code history: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`.
@@ -197,7 +207,9 @@ pub fn detect(path: &Path) -> Option<Agent> {
             Agent::Aider
         } else if name.ends_with(".json") {
             Agent::Gemini
-        } else if peek_field(path, "type").as_deref() == Some("session_meta") {
+        } else if peek_field(path, "type").as_deref() == Some("session_meta")
+            || (name.starts_with("rollout-") && name.ends_with(".jsonl"))
+        {
             Agent::Codex
         } else {
             Agent::ClaudeCode

@@ -76,7 +76,7 @@ fn root_agent(dir: &Path, depth: usize) -> Option<Agent> {
 }
 
 /// A Claude Code project folder: session transcripts (`.jsonl`) directly in it, or session
-/// folders with sub-agents. Below the path given, a `.jsonl` file counts when it is named like
+/// folders (named by a UUID) with sub-agents. Below the path given, a `.jsonl` file counts when it is named like
 /// a session (a UUID, or `agent-…`), sits in a `projects` folder, or records a `sessionId`
 /// in its first 64 KiB, so a project's data files are not read as transcripts.
 fn claude_folder(dir: &Path, depth: usize) -> bool {
@@ -91,7 +91,10 @@ fn claude_folder(dir: &Path, depth: usize) -> bool {
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
-            session_dirs |= p.join("subagents").is_dir();
+            // A session's folder is named by its UUID: a project folder holding a flat
+            // `subagents/` (a backup's) is no session, nor does it make its parent a project.
+            session_dirs |=
+                super::claude::is_session_dir(&e.file_name().to_string_lossy()) && p.join("subagents").is_dir();
             continue;
         }
         let name = e.file_name().to_string_lossy().into_owned();

@@ -1,0 +1,235 @@
+//! Reads never wait on a writer. A collection is one redb file that one process opens at a
+//! time, so while an indexing run, a migration or a hook writes, another process could not read
+//! what it holds. Instead the writing process answers the data directory's searches itself
+//! while it writes ([`Index::while_serving`]): it listens on `writer.sock` in the data
+//! directory, marks `writer.lock` with its pid, and answers each search on a thread of its own
+//! from the collections it can open, with what is committed so far (redb's snapshots; the graph
+//! behind a lock held for one batch; the model's session taken one batch at a time, so a query
+//! waits for one batch at most). A reader that finds the mark ([`crate::warm::writer_serves`])
+//! asks over that socket instead of opening collections: [`Index::search`],
+//! [`Index::search_except`], [`Index::search_sessions`], [`Index::search_warm`] (and so the
+//! warm helper) and the prompt hook's recall. The writer answers from every collection it can
+//! read and names the others, so nothing is skipped in silence. A warm helper keeps running: it
+//! lets go of the collections the writer opens, as it always did. Two writers still wait for
+//! each other: the second one writes without serving.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::collection::Collection;
+use crate::error::{Error, Result};
+use crate::index::across::{Across, ProjectHit};
+use crate::index::warm::WARM_ANSWER_WAIT;
+use crate::index::{CollectionInfo, Index, Skipped};
+use crate::search::Query;
+use crate::warm::{self, Answer, PROTOCOL, Request, Scope, WarmStatus};
+
+impl Index {
+    /// Runs `work` while this process answers the searches other processes make in this data
+    /// directory (see the module documentation), and returns what `work` returns. When it
+    /// cannot serve (another writer serves, no Unix sockets) `work` simply runs.
+    pub fn while_serving<R>(&self, work: impl FnOnce() -> R) -> R {
+        let Some(server) = Server::claim(self) else { return work() };
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| server.run(self, &stop));
+            // Set even when `work` panics, so the serving thread ends and the scope can join it.
+            struct Stop<'a>(&'a AtomicBool);
+            impl Drop for Stop<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::SeqCst);
+                }
+            }
+            let _stop = Stop(&stop);
+            work()
+        })
+    }
+
+    /// Asks the writer serving this data directory, if one does, to run a search: `None` when
+    /// none serves (or it cannot answer), and the caller searches itself.
+    pub(crate) fn ask_writer(&self, scope: Scope, query: &Query) -> Option<Across<Vec<ProjectHit>>> {
+        if !warm::writer_serves(self.root()) {
+            return None;
+        }
+        let request = Request::Search {
+            protocol: PROTOCOL,
+            version: env!("CARGO_PKG_VERSION").into(),
+            model: self.shared_model()?,
+            scope,
+            query: Box::new(query.clone()),
+        };
+        match warm::call_at(&self.root().join(warm::WRITER_SOCKET), &request, WARM_ANSWER_WAIT)? {
+            Answer::Hits(hits) => Some(remote(self.root(), hits, Vec::new())),
+            Answer::Partial(hits, skipped) => Some(remote(self.root(), hits, skipped)),
+            _ => None,
+        }
+    }
+
+    /// A search over `scope` in this process.
+    pub(crate) fn search_scope(&self, scope: &Scope, query: &Query) -> Result<Across<Vec<ProjectHit>>> {
+        match scope {
+            Scope::Projects(p) => self.search_here(p.as_deref(), query),
+            Scope::Except(p) => self.search_except_here(p, query),
+            Scope::Collection(tenant, project) => {
+                let c = self.collection(tenant, project)?;
+                let hits = c.query(query)?.hits;
+                Ok(Across {
+                    found: hits.into_iter().map(|hit| ProjectHit { project: project.clone(), hit }).collect(),
+                    skipped: Vec::new(),
+                })
+            }
+        }
+    }
+}
+
+/// The hits a writer sent, with the collections it could not read as [`Skipped`].
+pub(crate) fn remote(
+    root: &Path,
+    hits: Vec<(String, crate::search::Hit)>,
+    skipped: Vec<warm::SkippedRemote>,
+) -> Across<Vec<ProjectHit>> {
+    Across {
+        found: hits.into_iter().map(|(project, hit)| ProjectHit { project, hit }).collect(),
+        skipped: skipped
+            .into_iter()
+            .map(|(name, tenant, project, reason)| Skipped {
+                info: CollectionInfo { tenant, project, dir: root.join(&name), name, project_path: None },
+                error: Error::Remote { reason },
+            })
+            .collect(),
+    }
+}
+
+/// The serving side: the claim on the data directory and its socket.
+struct Server {
+    claim: std::fs::File,
+    #[cfg(unix)]
+    listener: std::os::unix::net::UnixListener,
+    /// Collections kept open between searches (those the writer is not writing close with it).
+    held: Mutex<Vec<Arc<Collection>>>,
+    searches: AtomicU64,
+    started: Instant,
+}
+
+impl Server {
+    #[cfg(not(unix))]
+    fn claim(_index: &Index) -> Option<Server> {
+        None
+    }
+
+    /// Takes the writer's claim and socket of the data directory; `None` when another writer
+    /// holds them.
+    #[cfg(unix)]
+    fn claim(index: &Index) -> Option<Server> {
+        use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
+        let root = index.root();
+        let path = root.join(warm::WRITER_CLAIM);
+        let mut claim =
+            std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).ok()?;
+        claim.try_lock().ok()?;
+        claim.set_len(0).ok()?;
+        write!(claim, "{} {}", warm::WRITER_MARK, std::process::id()).ok()?;
+        let socket = root.join(warm::WRITER_SOCKET);
+        // Left by a writer that was killed: this process holds the claim, so none uses it.
+        let _ = std::fs::remove_file(&socket);
+        let listener = std::os::unix::net::UnixListener::bind(&socket).ok()?;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).ok()?;
+        listener.set_nonblocking(true).ok()?;
+        warm::mark_writing(true);
+        Some(Server {
+            claim,
+            listener,
+            held: Mutex::new(Vec::new()),
+            searches: AtomicU64::new(0),
+            started: Instant::now(),
+        })
+    }
+
+    /// Answers until `stop`, each request on a thread of its own; then gives the socket and the
+    /// claim back.
+    #[cfg(unix)]
+    fn run(&self, index: &Index, stop: &AtomicBool) {
+        std::thread::scope(|s| {
+            while !stop.load(Ordering::SeqCst) {
+                match self.listener.accept() {
+                    Ok((stream, _)) => {
+                        s.spawn(move || self.answer(index, stream));
+                    }
+                    // Nothing to accept (or a connection that failed): look again shortly.
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let _ = std::fs::remove_file(index.root().join(warm::WRITER_SOCKET));
+        let _ = self.claim.set_len(0);
+        let _ = self.claim.unlock();
+        warm::mark_writing(false);
+    }
+
+    #[cfg(not(unix))]
+    fn run(&self, _index: &Index, _stop: &AtomicBool) {}
+
+    #[cfg(unix)]
+    fn answer(&self, index: &Index, mut stream: std::os::unix::net::UnixStream) {
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = stream.set_write_timeout(Some(Duration::from_secs(10)));
+        let Ok(request) = warm::read_record::<Request>(&mut stream) else { return };
+        let answer = match request {
+            Request::Search { protocol, version, model, scope, query } => {
+                let mine = index.shared_model().unwrap_or_default();
+                if protocol != PROTOCOL || version != env!("CARGO_PKG_VERSION") {
+                    Answer::Declined(format!("the indexing process runs convdex {}", env!("CARGO_PKG_VERSION")))
+                } else if model != mine {
+                    Answer::Declined(format!("the indexing process embeds with {mine}, not {model}"))
+                } else {
+                    self.searches.fetch_add(1, Ordering::Relaxed);
+                    self.keep_open(index);
+                    match index.search_scope(&scope, &query) {
+                        Ok(found) => Answer::Partial(
+                            found.found.into_iter().map(|h| (h.project, h.hit)).collect(),
+                            found
+                                .skipped
+                                .into_iter()
+                                .map(|s| (s.info.name, s.info.tenant, s.info.project, s.error.chain()))
+                                .collect(),
+                        ),
+                        Err(e) => Answer::Declined(e.chain()),
+                    }
+                }
+            }
+            Request::Release => {
+                self.held.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                Answer::Released
+            }
+            Request::Status => Answer::Status(WarmStatus {
+                pid: std::process::id(),
+                model: index.shared_model().unwrap_or_default(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                collections: self.held.lock().unwrap_or_else(|e| e.into_inner()).len(),
+                searches: self.searches.load(Ordering::Relaxed),
+                idle_seconds: self.started.elapsed().as_secs(),
+            }),
+            Request::Stop => Answer::Declined(
+                "an indexing run (or another write) serves this data directory's searches; it stops when the write ends"
+                    .into(),
+            ),
+        };
+        let _ = warm::write_record(&mut stream, &answer);
+    }
+
+    /// Opens, once, every collection another process does not hold, and keeps them open
+    /// between searches.
+    fn keep_open(&self, index: &Index) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held.is_empty()
+            && let Ok(opened) = index.open_collections(None)
+        {
+            *held = opened.collections.into_iter().map(|(_, c)| c).collect();
+        }
+    }
+}
