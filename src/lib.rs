@@ -111,6 +111,7 @@ pub use error::{Error, Result};
 pub use ids::LoadFailure;
 pub use index::across::{Across, BlameSession, DecisionFilter, FoundSession, OpenCollection, ProjectHit, SessionAt};
 pub use index::compact::CompactReport;
+pub use index::ledger::{FollowUp, LedgerEntry, Replacement};
 pub use index::recall::{DEFAULT_RECALL_RELEVANCE, RecallOptions, count_tokens};
 pub use index::repair::{RepairReport, SET_ASIDE, SetAside};
 pub use index::sessions::{SESSION_HITS, SESSION_POOL, SessionFound, group_sessions, pool_query};
@@ -129,8 +130,9 @@ pub use indexer::{
 pub use ingest::layout::{Agent, default_history, default_sources, encode_project_dir};
 pub use lexical::{Glossary, GlossarySkip};
 pub use search::{
-    Context, DEFAULT_GLOSS, DEFAULT_LEADERS, DEFAULT_TRANSLATION, Filter, Fusion, Hit, Hits, MAX_LIMIT,
-    MAX_QUERY_BYTES, POOL_DEPTH, Plan, PlanPath, Query, Ranking, Recency, SearchMode, Signals,
+    Context, DEFAULT_DECISION_LIFT, DEFAULT_GLOSS, DEFAULT_LEADERS, DEFAULT_TRANSLATION, Filter, Fusion, Hit, Hits,
+    MAX_LIMIT, MAX_QUERY_BYTES, POOL_DEPTH, Plan, PlanPath, Query, Ranking, Recency, SearchMode, Signals,
+    asks_about_a_decision,
 };
 pub use text::normalize_name;
 pub use warm::WarmStatus;

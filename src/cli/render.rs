@@ -37,7 +37,7 @@ pub fn role(d: &Document) -> &str {
 
 /// One hit as JSON (the CLI's `--json` shape).
 pub fn hit_json(project: &str, h: &Hit) -> Value {
-    json!({
+    let mut v = json!({
         "project": project, "relevance": h.relevance, "score": h.score, "folded": h.folded,
         "session": h.doc.session_id, "id": h.doc.id,
         "type": h.doc.kind().as_str(), "time": h.doc.timestamp.to_rfc3339(),
@@ -50,7 +50,11 @@ pub fn hit_json(project: &str, h: &Hit) -> Value {
         },
         "snippet": h.snippet,
         "content": h.doc.content,
-    })
+    });
+    if let (Value::Object(out), Value::Object(fields)) = (&mut v, document_fields(&h.doc)) {
+        out.extend(fields);
+    }
+    v
 }
 
 /// Which signals found a hit, in words, and how many identical messages were folded into it.
@@ -68,16 +72,54 @@ pub fn matched(h: &Hit) -> String {
     }
 }
 
-/// One decision as JSON.
+/// One decision as JSON: every field of the seed's decision document, so that anyone can
+/// check a decision against the message it came from.
 pub fn decision_json(project: &str, d: &Document) -> Value {
-    let DocBody::Decision(f) = &d.body else { return Value::Null };
-    json!({
-        "project": project, "id": d.id, "session": d.session_id, "time": d.timestamp.to_rfc3339(),
-        "summary": f.summary, "alternatives": f.alternatives, "reasoning": f.reasoning,
-        "confidence": f.confidence, "status": format!("{:?}", f.status).to_lowercase(),
-        "superseded_by": f.superseded_by, "supersedes": f.supersedes,
+    let mut v = json!({"project": project, "id": d.id, "session": d.session_id, "time": d.timestamp.to_rfc3339()});
+    if let (Value::Object(out), Value::Object(fields)) = (&mut v, document_fields(d)) {
+        out.extend(fields);
+    }
+    v
+}
+
+/// The fields of a document every JSON output carries beside its own: its kind, tags, domain
+/// and files; a message's uuid and role; a decision's summary, source message, extraction
+/// method, alternatives, reasoning, confidence, status and links.
+pub fn document_fields(d: &Document) -> Value {
+    let mut v = json!({
+        "type": d.kind().as_str(),
+        "tags": d.tags,
+        "domain": d.domain,
         "files": d.files_discussed.iter().map(|x| &x.path).collect::<Vec<_>>(),
-    })
+        "extraction_method": format!("{:?}", d.extraction_method).to_lowercase(),
+    });
+    let extra = match &d.body {
+        DocBody::Message(m) => json!({"message_uuid": m.message_uuid, "role": role(d)}),
+        DocBody::Decision(f) => json!({
+            "summary": f.summary, "source_message_uuid": f.source_message_uuid,
+            "alternatives": f.alternatives, "reasoning": f.reasoning, "confidence": f.confidence,
+            "trusted": convdex::life::trusted(d),
+            "status": format!("{:?}", f.status).to_lowercase(),
+            "superseded_by": f.superseded_by, "supersedes": f.supersedes,
+        }),
+        DocBody::Summary(_) => json!({}),
+    };
+    if let (Value::Object(out), Value::Object(more)) = (&mut v, extra) {
+        out.extend(more);
+    }
+    v
+}
+
+/// One entry of the decision ledger as JSON: the decision's fields, what replaced it, what it
+/// replaced, and the commits and files that followed it.
+pub fn ledger_json(e: &convdex::LedgerEntry) -> Value {
+    let mut v = decision_json(&e.project, &e.decision);
+    if let Value::Object(out) = &mut v {
+        out.insert("replaced_by".into(), json!(e.replaced_by));
+        out.insert("replaces".into(), json!(e.replaces));
+        out.insert("followed_by".into(), json!(e.followed_by));
+    }
+    v
 }
 
 /// ` [superseded]` / ` [rejected]` for inactive decisions.

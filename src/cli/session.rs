@@ -3,7 +3,7 @@
 use clap::Args;
 use convdex::DocKind;
 
-use super::render::{role, snippet};
+use super::render::{decision_json, document_fields, role, snippet};
 use super::{Ctx, print_json, skipped};
 
 /// One session by id or id prefix: its summary, then its messages in order.
@@ -29,12 +29,20 @@ pub fn run(ctx: &Ctx, a: SessionArgs) -> anyhow::Result<()> {
     let summary = docs.iter().find(|d| d.kind() == DocKind::Summary);
     let messages: Vec<&convdex::Document> = docs.iter().filter(|d| d.kind() == DocKind::Message).collect();
     if a.json {
+        let with_fields = |d: &convdex::Document| {
+            let mut v = serde_json::json!({"id": d.id, "time": d.timestamp.to_rfc3339(), "content": d.content});
+            if let (serde_json::Value::Object(out), serde_json::Value::Object(f)) = (&mut v, document_fields(d)) {
+                out.extend(f);
+            }
+            v
+        };
+        let decisions: Vec<serde_json::Value> =
+            docs.iter().filter(|d| d.kind() == DocKind::Decision).map(|d| decision_json(&s.info.project, d)).collect();
         return print_json(&serde_json::json!({
             "project": s.info.project, "session": s.session,
             "summary": summary.map(|d| &d.content),
-            "messages": messages.iter().map(|d| {
-                serde_json::json!({"time": d.timestamp.to_rfc3339(), "role": role(d), "content": d.content})
-            }).collect::<Vec<_>>(),
+            "messages": messages.iter().map(|d| with_fields(d)).collect::<Vec<_>>(),
+            "decisions": decisions,
         }));
     }
     println!("# {} {}", s.info.project, s.session);

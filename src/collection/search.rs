@@ -220,7 +220,8 @@ impl<'c> SearchBuilder<'c> {
         let route = RouteOverride { exact: self.exact, ef: self.ef };
         let words = QueryWords::new(&self.query.text, self.query.ranking.translation, &coll.options.glossary);
         let (pool, plan, snapshot) = coll.pool(&self.query, &words, mode, &vectors, route)?;
-        let ranked = fuse::rank(vec![pool], mode, &self.query.ranking);
+        let asks = crate::search::asks_about_a_decision(&self.query.text);
+        let ranked = fuse::rank(vec![pool], mode, &self.query.ranking, asks);
         let terms = words.highlight();
         let hits = shown(ranked, self.query.limit, std::slice::from_ref(&snapshot))?
             .into_iter()

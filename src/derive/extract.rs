@@ -12,6 +12,10 @@ use regex::Regex;
 use crate::doc::{DecisionStatus, Role};
 use crate::lexical::tokenize::is_cjk;
 
+pub use super::message::{
+    CALIBRATION, CALIBRATION_FEATURES, InContext, MESSAGE_FEATURE_COUNT, MessageFeatures, MessageScorer, SentenceView,
+    TRUSTED_CONFIDENCE, calibration_features, confidence, message_feature_names, message_features, naming_class,
+};
 use super::replies;
 use super::scorer::features;
 pub use super::scorer::{FEATURES, Features, Scorer, SentenceContext};
@@ -317,14 +321,160 @@ fn narrated_rule() -> &'static Rule {
 /// Decisions in a sequence of messages (one session, in order): each message is read with the
 /// one before it, so accepted proposals and picks are found. Returns `(message index, decision)`.
 pub fn extract_all<'a>(turns: impl IntoIterator<Item = Turn<'a>>) -> Vec<(usize, Extracted)> {
-    let scorer = Scorer::default();
+    let turns: Vec<Turn<'a>> = turns.into_iter().collect();
+    let (sentence, message) = (Scorer::default(), MessageScorer::default());
     let mut out = Vec::new();
-    let mut previous: Option<Turn<'a>> = None;
-    for (i, turn) in turns.into_iter().enumerate() {
-        out.extend(extract_with(&scorer, turn, previous).into_iter().map(|d| (i, d)));
-        previous = Some(turn);
+    for i in 0..turns.len() {
+        let previous = i.checked_sub(1).map(|j| turns[j]);
+        let reading = Reading::of(turns[i], previous);
+        let context = reading.in_context(turns[i], previous, turns.get(i + 1).copied(), i, &sentence);
+        let p = message.probability(&message_features(&context));
+        if p >= message.threshold {
+            out.extend(decide(turns[i], previous, &reading, &sentence, p).into_iter().map(|d| (i, d)));
+        }
     }
     out
+}
+
+/// What the sentence rules make of one message: its candidate sentences, and the decision a
+/// reply rule makes of it (a user's short reply to the assistant).
+#[derive(Debug, Clone)]
+pub struct Reading {
+    /// Its sentences, each with what a rule made of it and its features.
+    pub candidates: Vec<Candidate>,
+    /// The reply rules' decision, if any.
+    pub reply: Option<Extracted>,
+}
+
+impl Reading {
+    /// Reads one message after the one before it.
+    pub fn of(turn: Turn<'_>, previous: Option<Turn<'_>>) -> Reading {
+        let reply = match previous {
+            Some(prev) if turn.role == Role::User && prev.role == Role::Assistant => {
+                replies::decided_by_reply(turn.text, prev.text)
+            }
+            _ => None,
+        };
+        Reading { candidates: candidates(turn, previous), reply }
+    }
+
+    /// What the sentence rules and `scorer` made of the message.
+    pub fn view(&self, scorer: &Scorer) -> SentenceView {
+        let probs = self.candidates.iter().map(|c| scorer.probability(&c.features));
+        SentenceView {
+            rule: self.candidates.iter().map(|c| c.decision.confidence).fold(0.0, f32::max),
+            score: probs.clone().fold(0.0, f32::max),
+            kept: probs.into_iter().any(|p| p >= scorer.threshold),
+            reply: self.reply.is_some(),
+        }
+    }
+
+    /// The message in its context, as the message model reads it.
+    pub fn in_context<'a>(
+        &self,
+        turn: Turn<'a>,
+        previous: Option<Turn<'a>>,
+        next: Option<Turn<'a>>,
+        index: usize,
+        scorer: &Scorer,
+    ) -> InContext<'a> {
+        InContext {
+            role: turn.role,
+            text: turn.text,
+            previous: previous.map(|p| (p.role, p.text)),
+            next: next.map(|n| (n.role, n.text)),
+            index,
+            sentences: self.view(scorer),
+        }
+    }
+}
+
+/// Messages at most this long (characters) are their own summary when no sentence names the
+/// decision better.
+const SHORT_MESSAGE: usize = 280;
+
+/// What a message decides, once the message model has said it decides something (with
+/// probability `confidence`): the sentences the sentence scorer keeps; else the options the
+/// user picked in answer to the assistant's question; else what a reply approves or picks
+/// ([`replies`]); else, for a short reply, the proposal it answers; else the message's most
+/// decision-like sentence, or the message itself when it is short.
+pub fn decide(
+    turn: Turn<'_>,
+    previous: Option<Turn<'_>>,
+    reading: &Reading,
+    scorer: &Scorer,
+    probability: f32,
+) -> Vec<Extracted> {
+    name(turn, previous, reading, scorer, probability)
+        .into_iter()
+        .map(|d| Extracted { confidence: confidence(probability, d.rule).min(0.99), ..d })
+        .collect()
+}
+
+/// What [`decide`] names, before each decision is given its confidence.
+fn name(
+    turn: Turn<'_>,
+    previous: Option<Turn<'_>>,
+    reading: &Reading,
+    scorer: &Scorer,
+    confidence: f32,
+) -> Vec<Extracted> {
+    let kept: Vec<Extracted> = reading
+        .candidates
+        .iter()
+        .filter(|c| scorer.probability(&c.features) >= scorer.threshold)
+        .map(|c| Extracted { confidence, ..c.decision.clone() })
+        .collect();
+    if !kept.is_empty() {
+        return kept;
+    }
+    let text = turn.text.trim();
+    if turn.role == Role::User && text.contains(" → ") {
+        return answered(text, confidence);
+    }
+    if let Some(d) = &reading.reply {
+        return vec![Extracted { confidence, ..d.clone() }];
+    }
+    let _ = previous;
+    let best = reading
+        .candidates
+        .iter()
+        .max_by(|a, b| scorer.probability(&a.features).total_cmp(&scorer.probability(&b.features)));
+    let (summary, content) = match best {
+        Some(c) if text.chars().count() > SHORT_MESSAGE => (c.decision.summary.clone(), c.decision.content.clone()),
+        _ => {
+            let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            (crate::text::prefix_chars(&one_line, SHORT_MESSAGE).to_string(), text.to_string())
+        }
+    };
+    let alternatives = best.map(|c| c.decision.alternatives.clone()).unwrap_or_default();
+    let reasoning = best.and_then(|c| c.decision.reasoning.clone());
+    let status = best.map_or(DecisionStatus::Active, |c| c.decision.status);
+    vec![Extracted { summary, content, alternatives, reasoning, confidence, status, rule: "message" }]
+}
+
+/// The choices of an answer to the assistant's questions (`question → answer (not: a; b)`
+/// lines): one decision per question answered, the options not taken as its alternatives.
+fn answered(text: &str, confidence: f32) -> Vec<Extracted> {
+    text.lines()
+        .filter_map(|line| {
+            let (question, rest) = line.split_once(" → ")?;
+            let (answer, others) = match rest.split_once(" (not: ") {
+                Some((a, o)) => (a.trim(), o.trim_end_matches(')')),
+                None => (rest.trim(), ""),
+            };
+            let alternatives = others.split("; ").filter(|o| !o.is_empty()).map(str::to_string).collect();
+            Some(Extracted {
+                summary: format!("{answer} ({})", question.trim()),
+                content: line.to_string(),
+                alternatives,
+                reasoning: None,
+                confidence,
+                status: DecisionStatus::Active,
+                rule: "answered_question",
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -16,11 +16,29 @@ const STOP: &[&str] = &[
 ];
 
 fn words(s: &str) -> BTreeSet<String> {
-    s.to_lowercase()
+    let lower = s.to_lowercase();
+    let mut out: BTreeSet<String> = lower
         .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_' || c == '.'))
         .map(|w| w.trim_matches('.').to_string())
-        .filter(|w| w.len() > 2 && !STOP.contains(&w.as_str()))
-        .collect()
+        .filter(|w| w.len() > 2 && !STOP.contains(&w.as_str()) && !w.chars().any(crate::lexical::tokenize::is_cjk))
+        .collect();
+    // Chinese, Japanese and Korean run without spaces: their characters two by two.
+    let cjk: Vec<char> = lower.chars().collect();
+    for w in cjk.windows(2) {
+        if w.iter().all(|c| crate::lexical::tokenize::is_cjk(*c)) {
+            out.insert(w.iter().collect());
+        }
+    }
+    out
+}
+
+/// The question a decision answered, for a pick among the assistant's options
+/// (`answer (question?)`, as [`crate::extract::decide`] names them).
+fn answered_question(summary: &str) -> Option<&str> {
+    let inner = summary.strip_suffix(')')?;
+    let start = inner.rfind(" (")?;
+    let q = inner.get(start + 2..)?;
+    (q.ends_with('?') || q.ends_with('？')).then_some(q)
 }
 
 /// The option a decision chose: the word after its choice verb ("Use **chromem** instead of
@@ -59,9 +77,19 @@ fn same_subject(earlier: &Document, later: &Document) -> bool {
     let files = |d: &Document| -> BTreeSet<String> {
         d.files_discussed.iter().filter(|f| f.action != FileAction::Read).map(|f| f.path.clone()).collect()
     };
+    // Two answers to the same question of the assistant's.
+    if let (Some(qe), Some(ql)) = (answered_question(&e.summary), answered_question(&l.summary)) {
+        return qe == ql;
+    }
     let (we, wl) = (words(&e.summary), words(&l.summary));
-    let overlap = we.intersection(&wl).count() as f32 / we.union(&wl).count().max(1) as f32;
-    !files(earlier).is_disjoint(&files(later)) && overlap >= 0.3
+    let shared = we.intersection(&wl).count();
+    let overlap = shared as f32 / we.union(&wl).count().max(1) as f32;
+    let (fe, fl) = (files(earlier), files(later));
+    if fe.is_empty() && fl.is_empty() {
+        // Nothing changed on disk names the subject: most of the words must be the same.
+        return overlap >= 0.5 && shared >= 3;
+    }
+    !fe.is_disjoint(&fl) && overlap >= 0.3
 }
 
 /// Links each session's summary to the previous and next session (by start time) and marks
@@ -122,6 +150,45 @@ pub fn relink(mut summaries: Vec<Document>, mut decisions: Vec<Document>) -> Vec
         }
     }
     changed
+}
+
+/// Whether a decision may be stated as in force (the session-start brief, the prompt hook):
+/// remembered on purpose, or extracted with a confidence at which extracted decisions were
+/// right at least 90 % of the time on the development parts
+/// ([`crate::extract::TRUSTED_CONFIDENCE`]). The others are candidates.
+pub fn trusted(d: &Document) -> bool {
+    match &d.body {
+        DocBody::Decision(f) => {
+            d.extraction_method == crate::doc::ExtractionMethod::Manual
+                || f.confidence >= crate::extract::TRUSTED_CONFIDENCE
+        }
+        _ => false,
+    }
+}
+
+/// `decisions` as they stood at `at`: those made by then, each active unless it was rejected or
+/// superseded by one of them made by then (a decision superseded only later was in force).
+pub fn as_of(decisions: &[Document], at: chrono::DateTime<chrono::Utc>) -> Vec<Document> {
+    let made: std::collections::HashMap<Uuid, chrono::DateTime<chrono::Utc>> =
+        decisions.iter().map(|d| (d.id, d.timestamp)).collect();
+    let by_then = |id: &Uuid| made.get(id).is_some_and(|t| *t <= at);
+    decisions
+        .iter()
+        .filter(|d| d.timestamp <= at)
+        .map(|d| {
+            let mut d = d.clone();
+            if let DocBody::Decision(f) = &mut d.body {
+                if f.superseded_by.as_ref().is_some_and(|s| !by_then(s)) {
+                    f.superseded_by = None;
+                    if f.status == DecisionStatus::Superseded {
+                        f.status = DecisionStatus::Active;
+                    }
+                }
+                f.supersedes.retain(by_then);
+            }
+            d
+        })
+        .collect()
 }
 
 /// The latest session's summary among `summaries`.

@@ -7,6 +7,7 @@ pub mod brief;
 pub mod export;
 pub mod extract;
 pub mod life;
+mod message;
 mod replies;
 pub mod runs;
 mod scorer;

@@ -221,46 +221,44 @@ impl Default for Scorer {
 // A fitted number may happen to sit near a mathematical constant.
 #[allow(clippy::approx_constant)]
 const WEIGHTS: Features = [
-    -5.8570, // bias
-    -0.9191, // user
-    5.0672,  // rule_strong
-    4.8925,  // rule_mid
-    3.8592,  // rule_weak
-    -0.9942, // rule_cjk
-    1.0329,  // rule_user_only
-    0.1433,  // narrated_instead
-    0.8306,  // list_item
-    -0.3688, // message_asks
-    0.0710,  // first_sentence
-    -3.5488, // message_sentences
-    3.7904,  // sentence_length
-    0.1819,  // after_question
-    0.2618,  // code
-    -1.0577, // fix_or_error
-    1.5167,  // contrast
-    1.1724,  // choice_verb
-    -0.7063, // future
-    -0.3072, // first_person
-    -0.2918, // request
-    1.1962,  // recommendation
-    0.7352,  // report_of_work
-    -0.0916, // labelled
-    0.7902,  // ascii
-    -0.0740, // digits
-    0.7495,  // long_assistant_message
-    0.2197,  // exclamation
-    0.2192,  // refusal
-    1.1719,  // affirmation
-    1.3324,  // short_user_message
-    0.8396,  // imperative
-    1.5588,  // rule_by_assistant
-    -0.7372, // rule_with_code
-    -0.4822, // rule_with_fix
-    -0.0465, // reason
+    -4.9541, // bias
+    2.4945,  // user
+    4.9179,  // rule_strong
+    4.1631,  // rule_mid
+    4.5876,  // rule_weak
+    -2.8291, // rule_cjk
+    -0.6808, // rule_user_only
+    0.8023,  // narrated_instead
+    0.2016,  // list_item
+    -0.3582, // message_asks
+    -0.8040, // first_sentence
+    -4.5955, // message_sentences
+    3.7191,  // sentence_length
+    -0.0299, // after_question
+    0.2259,  // code
+    -0.6785, // fix_or_error
+    1.2323,  // contrast
+    0.9128,  // choice_verb
+    -0.4647, // future
+    -0.2105, // first_person
+    -1.1366, // request
+    0.9678,  // recommendation
+    0.2649,  // report_of_work
+    -0.3885, // labelled
+    -0.4021, // ascii
+    0.1703,  // digits
+    1.8404,  // long_assistant_message
+    0.0896,  // exclamation
+    0.2556,  // refusal
+    1.4313,  // affirmation
+    0.0250,  // short_user_message
+    0.6199,  // imperative
+    1.4057,  // rule_by_assistant
+    -0.4406, // rule_with_code
+    0.1527,  // rule_with_fix
+    -0.7552, // reason
 ];
-
-/// Chosen on the development part's out-of-fold probabilities (highest F1).
-const THRESHOLD: f32 = 0.375;
+const THRESHOLD: f32 = 0.200;
 
 #[cfg(test)]
 mod tests {

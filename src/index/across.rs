@@ -47,6 +47,9 @@ pub struct DecisionFilter {
     pub tag: Option<String>,
     /// Superseded and rejected decisions too.
     pub all: bool,
+    /// What was believed at this time: only decisions made by then, each with the status it had
+    /// then (one superseded later was still active). Default: now.
+    pub as_of: Option<DateTime<Utc>>,
 }
 
 /// A session that discussed or changed a file ([`Index::blame`]).
@@ -322,7 +325,8 @@ impl Index {
         let (names, plans): (Vec<String>, Vec<Plan>) = found.iter().map(|f| (f.0.clone(), f.3)).unzip();
         let (pools, snapshots): (Vec<_>, Vec<_>) = found.into_iter().map(|f| (f.2, f.4)).unzip();
         let terms = words.highlight();
-        let ranked = crate::search::fuse::rank(pools, mode, &query.ranking);
+        let asks = crate::search::asks_about_a_decision(&query.text);
+        let ranked = crate::search::fuse::rank(pools, mode, &query.ranking, asks);
         let hits = crate::collection::shown(ranked, query.limit, &snapshots)?
             .into_iter()
             .map(|(r, doc)| {
@@ -341,7 +345,12 @@ impl Index {
                 None => Vec::new(),
             };
             let mut rows = Vec::new();
-            for d in c.documents_of_kind(DocKind::Decision)? {
+            let all = c.documents_of_kind(DocKind::Decision)?;
+            let all = match filter.as_of {
+                Some(at) => crate::derive::life::as_of(&all, at),
+                None => all,
+            };
+            for d in all {
                 let DocBody::Decision(fields) = &d.body else { continue };
                 let keep = (filter.all || fields.status == DecisionStatus::Active)
                     && (forms.is_empty() || d.files_discussed.iter().any(|x| forms.contains(&x.path)))

@@ -150,8 +150,11 @@ impl Index {
         let terms: HashSet<String> = LexicalQuery::parse(text).terms().into_iter().collect();
         let shared = options.min_shared_terms.min(terms.len());
         // Cheapest test first: most candidates fall below the threshold.
+        // A decision is said only when it may be stated as in force (see
+        // [`crate::derive::life::trusted`]).
         let keep = |h: &ProjectHit, out: &[ProjectHit]| {
             h.hit.relevance >= options.min_relevance
+                && (h.hit.doc.kind() != DocKind::Decision || crate::derive::life::trusted(&h.hit.doc))
                 && options.exclude_session.as_deref() != Some(h.hit.doc.session_id.as_str())
                 && !out.iter().any(|o| o.hit.doc.content == h.hit.doc.content)
                 && !(options.skip_repeats && words(&h.hit.doc.content) == prompt_words)

@@ -137,7 +137,7 @@ pub(crate) struct Ranked {
 
 /// Ranks the candidates of all pools as one list, best first, identical content of one
 /// session folded (see the module documentation).
-pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking) -> Vec<Ranked> {
+pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_decision: bool) -> Vec<Ranked> {
     let mut by_model: HashMap<&str, Vec<Background>> = HashMap::new();
     for p in &pools {
         by_model.entry(p.model.as_str()).or_default().push(p.background);
@@ -203,6 +203,15 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking) -> Vec
             let gain = (*s - floor).abs() * r.weight * freshness(&c.fields, r);
             *s += gain;
             c.signals.recency = gain;
+        }
+    }
+    // A question about a past decision: the decisions in force are its answers.
+    if mode != SearchMode::Semantic && asks_decision && ranking.decision_lift != 0.0 {
+        for (s, (_, c)) in scores.iter_mut().zip(all.iter_mut()) {
+            if c.fields.status == Some(crate::doc::DecisionStatus::Active) {
+                *s += ranking.decision_lift;
+                c.signals.decision = ranking.decision_lift;
+            }
         }
     }
     let mut order: Vec<usize> = (0..all.len()).collect();

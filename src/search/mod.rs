@@ -15,8 +15,11 @@ use crate::doc::Document;
 pub use fuse::POOL_DEPTH;
 pub(crate) use fuse::{Background, LexicalScale};
 pub use plan::{Plan, PlanPath};
-pub use query::{Filter, MAX_LIMIT, MAX_QUERY_BYTES, Query, SearchMode};
-pub use ranking::{Context, DEFAULT_GLOSS, DEFAULT_LEADERS, DEFAULT_TRANSLATION, Fusion, Ranking, Recency, Signals};
+pub use query::{Filter, MAX_LIMIT, MAX_QUERY_BYTES, Query, SearchMode, asks_about_a_decision};
+pub use ranking::{
+    Context, DEFAULT_DECISION_LIFT, DEFAULT_GLOSS, DEFAULT_LEADERS, DEFAULT_TRANSLATION, Fusion, Ranking, Recency,
+    Signals,
+};
 
 /// One search result.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

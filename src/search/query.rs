@@ -216,6 +216,20 @@ pub(crate) fn validate_limit(limit: usize) -> Result<()> {
     }
 }
 
+/// Whether a question asks about a past decision ("why did we pick …", "which … did we settle
+/// on", "what did we decide", and the like in Chinese, Japanese and Korean): its answer is a
+/// decision ([`crate::Ranking::decision_lift`]).
+pub fn asks_about_a_decision(text: &str) -> bool {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    R.get_or_init(|| {
+        regex::Regex::new(
+            r"(?i)\b(?:why did (?:we|i|you)|why (?:do|are) we (?:use|using)|which .{1,40}? did (?:we|i|you) (?:settle on|pick|choose|go with|decide on|end up with|use)|what did (?:we|i|you) (?:decide|choose|pick|settle on|go with)|did we (?:decide|choose|settle)|what was (?:the decision|decided)|how did we decide)\b|为什么(?:选|用|采用|决定)|(?:选|定|决定)了(?:哪|什么)|最后(?:用|选)了|决定.{0,20}(?:什么|哪)|なぜ.{0,10}(?:選|使|採用)|どれに(?:した|決め)|何に決め|왜.{0,10}(?:선택|사용|썼)|뭘로 (?:정했|결정)|어떤.{0,10}(?:선택|결정)했",
+        )
+        .expect("valid")
+    })
+    .is_match(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,7 +38,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use convdex::extract::{Candidate, Extracted, FEATURES, Scorer, Turn, candidates, extract_with, settle};
+use convdex::extract::{
+    CALIBRATION_FEATURES, Candidate, Extracted, FEATURES, MESSAGE_FEATURE_COUNT, MessageFeatures, MessageScorer,
+    Reading, Scorer, TRUSTED_CONFIDENCE, Turn, calibration_features, decide, message_feature_names, message_features,
+    settle,
+};
 
 #[derive(serde::Deserialize)]
 struct Label {
@@ -67,6 +71,10 @@ struct Outcome<'a> {
     /// Stated alternatives found in the extracted ones.
     alternatives_found: usize,
     summaries: Vec<String>,
+    /// The rule behind each decision extracted.
+    rules: Vec<&'static str>,
+    /// The message model's probability, when it said the message decides something.
+    probability: Option<f32>,
 }
 
 /// The script a message is written in, for per-language scores.
@@ -122,13 +130,19 @@ fn sessions(root: &Path, file: &str) -> Vec<Vec<(String, convdex::Role, String)>
         .collect()
 }
 
-/// One labelled message, read once: its candidate sentences and the decision a reply rule
-/// makes of it, if any.
+/// One labelled message, read once: its candidate sentences, the decision a reply rule makes of
+/// it, its message-level features (with the shipped sentence scorer), and the texts
+/// [`convdex::extract::decide`] names a decision from.
 struct Read<'a> {
     label: &'a Label,
     language: &'static str,
     candidates: Vec<Candidate>,
     reply: Option<Extracted>,
+    reading: Reading,
+    features: MessageFeatures,
+    role: convdex::Role,
+    text: String,
+    previous: Option<(convdex::Role, String)>,
 }
 
 fn turn(m: &(String, convdex::Role, String)) -> Turn<'_> {
@@ -144,22 +158,34 @@ fn read<'a>(labels: &'a [Label], root: &Path) -> Vec<Read<'a>> {
     for l in labels {
         by_file.entry(&l.file).or_default().push(l);
     }
-    // A scorer that keeps no sentence: what is left is the reply rules' decision.
-    let none = Scorer { weights: [0.0; FEATURES.len()], threshold: 2.0 };
+    let sentence = Scorer::default();
     let mut out = Vec::new();
     for (file, labels) in by_file {
         let mut found = HashMap::new();
         for messages in sessions(root, file) {
             for (i, m) in messages.iter().enumerate() {
                 let previous = i.checked_sub(1).map(|j| turn(&messages[j]));
-                let reply = extract_with(&none, turn(m), previous).into_iter().next();
-                found.insert(m.0.clone(), (language(&m.2), candidates(turn(m), previous), reply));
+                let next = messages.get(i + 1).map(turn);
+                let reading = Reading::of(turn(m), previous);
+                let features = message_features(&reading.in_context(turn(m), previous, next, i, &sentence));
+                let prev = previous.map(|p| (p.role, p.text.to_string()));
+                found.insert(m.0.clone(), (language(&m.2), reading, features, m.1, m.2.clone(), prev));
             }
         }
         for l in labels {
-            let (language, candidates, reply) =
+            let (language, reading, features, role, text, previous) =
                 found.remove(&l.uuid).unwrap_or_else(|| panic!("{file}: no message {}", l.uuid));
-            out.push(Read { label: l, language, candidates, reply });
+            out.push(Read {
+                label: l,
+                language,
+                candidates: reading.candidates.clone(),
+                reply: reading.reply.clone(),
+                reading,
+                features,
+                role,
+                text,
+                previous,
+            });
         }
     }
     out
@@ -179,7 +205,11 @@ fn outcome<'a>(r: &Read<'a>, keep: impl Fn(&Candidate) -> Option<f32>) -> Outcom
         .iter()
         .filter_map(|c| keep(c).map(|confidence| Extracted { confidence, ..c.decision.clone() }))
         .collect();
-    let ds = settle(kept, || r.reply.clone());
+    outcome_of(r, settle(kept, || r.reply.clone()))
+}
+
+/// The outcome of a message given the decisions extracted from it.
+fn outcome_of<'a>(r: &Read<'a>, ds: Vec<Extracted>) -> Outcome<'a> {
     let l = r.label;
     let alternatives_found = l
         .alternatives
@@ -193,6 +223,8 @@ fn outcome<'a>(r: &Read<'a>, keep: impl Fn(&Candidate) -> Option<f32>) -> Outcom
         matched: ds.iter().any(|d| names(l, d)),
         alternatives_found,
         summaries: ds.iter().map(|d| d.summary.clone()).collect(),
+        rules: ds.iter().map(|d| d.rule).collect(),
+        probability: None,
     }
 }
 
@@ -203,6 +235,110 @@ fn rules_only(c: &Candidate) -> Option<f32> {
 
 fn scored(scorer: &Scorer) -> impl Fn(&Candidate) -> Option<f32> + '_ {
     move |c| Some(scorer.probability(&c.features)).filter(|p| *p >= scorer.threshold)
+}
+
+/// The outcome of a message under the message model: when it says the message decides
+/// something, what [`decide`] names.
+fn by_message<'a>(r: &Read<'a>, model: &MessageScorer, sentence: &Scorer) -> Outcome<'a> {
+    let p = model.probability(&r.features);
+    let ds = if p >= model.threshold {
+        let previous = r.previous.as_ref().map(|(role, text)| Turn { role: *role, text });
+        decide(Turn { role: r.role, text: &r.text }, previous, &r.reading, sentence, p)
+    } else {
+        Vec::new()
+    };
+    let predicted = !ds.is_empty();
+    Outcome { probability: predicted.then_some(p), ..outcome_of(r, ds) }
+}
+
+/// The confidence calibration fitted on out-of-fold outcomes: each message a decision was
+/// extracted from is a sample (its probability and how its first decision was named), right
+/// when it is a labelled decision whose summary names it.
+fn fit_calibration(oof: &[Outcome<'_>]) -> [f32; CALIBRATION_FEATURES] {
+    let samples: Vec<([f64; CALIBRATION_FEATURES], f64)> = oof
+        .iter()
+        .filter_map(|o| {
+            let p = o.probability?;
+            let x = calibration_features(p, o.rules.first().copied().unwrap_or("message")).map(f64::from);
+            Some((x, f64::from(u8::from(o.label.decision && o.matched))))
+        })
+        .collect();
+    newton(&samples, MESSAGE_RIDGE).map(|x| x as f32)
+}
+
+/// The lowest confidence (a step of 0.01 from 0.5) at or above which at least 10 out-of-fold
+/// decisions were right at least 90 % of the time under `calibration`; 1.0 when none.
+fn trusted_confidence(oof: &[Outcome<'_>], calibration: &[f32; CALIBRATION_FEATURES]) -> f32 {
+    let confidences: Vec<(f32, bool)> = oof
+        .iter()
+        .filter_map(|o| {
+            let x = calibration_features(o.probability?, o.rules.first().copied().unwrap_or("message"));
+            let z: f32 = calibration.iter().zip(x).map(|(w, v)| w * v).sum();
+            Some((1.0 / (1.0 + (-z).exp()), o.label.decision && o.matched))
+        })
+        .collect();
+    (50..100)
+        .map(|k| k as f32 / 100.0)
+        .find(|t| {
+            let above: Vec<bool> = confidences.iter().filter(|(c, _)| c >= t).map(|(_, ok)| *ok).collect();
+            above.len() >= 10 && above.iter().filter(|ok| **ok).count() as f64 >= 0.9 * above.len() as f64
+        })
+        .unwrap_or(1.0)
+}
+
+/// The group a label's cross-validation fold is drawn by: the owner for the fresh set (so a
+/// fold holds out whole people, as the held-out part does), else the session.
+fn group_of(label: &Label) -> String {
+    if label.split.starts_with("fresh") { owner_of(&label.file) } else { session_of(&label.file) }
+}
+
+/// Fold of a group (FNV-1a of its name).
+fn group_fold(label: &Label, folds: u64) -> u64 {
+    group_of(label).bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+        % folds
+}
+
+/// L2 strength of the message model's fit.
+const MESSAGE_RIDGE: f64 = 1.0;
+
+/// The message model fitted on `reads`: labelled decision messages are positives.
+fn fit_message(reads: &[&Read<'_>]) -> MessageFeatures {
+    let samples: Vec<([f64; MESSAGE_FEATURE_COUNT], f64)> =
+        reads.iter().map(|r| (r.features.map(f64::from), f64::from(u8::from(r.label.decision)))).collect();
+    newton(&samples, MESSAGE_RIDGE).map(|x| x as f32)
+}
+
+/// The message model the development parts give: weights fitted on all of them, the threshold
+/// with the highest out-of-fold F1 (folds by group; ties: the higher threshold), and the fold
+/// fits.
+fn message_model_on_development(dev: &[&Read<'_>], sentence: &Scorer) -> (MessageScorer, Vec<MessageFeatures>) {
+    let folds: Vec<MessageFeatures> = (0..FOLDS)
+        .map(|k| fit_message(&dev.iter().filter(|r| group_fold(r.label, FOLDS) != k).copied().collect::<Vec<_>>()))
+        .collect();
+    let mut best = (f64::MIN, 0.5_f32);
+    for step in 2..38 {
+        let t = step as f32 * 0.025;
+        let f1 = scores(&message_out_of_fold(dev, &folds, t, sentence)).f1;
+        if f1 >= best.0 {
+            best = (f1, t);
+        }
+    }
+    (MessageScorer { weights: fit_message(dev), threshold: best.1 }, folds)
+}
+
+/// Out-of-fold outcomes of the development parts under the message model at `threshold`.
+fn message_out_of_fold<'a>(
+    dev: &[&Read<'a>],
+    folds: &[MessageFeatures],
+    threshold: f32,
+    sentence: &Scorer,
+) -> Vec<Outcome<'a>> {
+    dev.iter()
+        .map(|r| {
+            let model = MessageScorer { weights: folds[group_fold(r.label, FOLDS) as usize], threshold };
+            by_message(r, &model, sentence)
+        })
+        .collect()
 }
 
 /// The session a labelled file belongs to (sub-agent runs with their parent).
@@ -232,26 +368,39 @@ fn fit(reads: &[&Read<'_>]) -> [f32; FEATURES.len()] {
             })
         })
         .collect();
+    newton(&samples, RIDGE).map(|x| x as f32)
+}
+
+/// L2-penalised logistic regression by Newton's method (the constant term, the first feature,
+/// is not penalised). Deterministic: the same samples give the same weights.
+fn newton<const N: usize>(samples: &[([f64; N], f64)], ridge: f64) -> [f64; N] {
+    // The features that are not zero, per sample: most features are flags, and most are off.
+    let sparse: Vec<Vec<(usize, f64)>> = samples
+        .iter()
+        .map(|(x, _)| x.iter().enumerate().filter(|(_, v)| **v != 0.0).map(|(i, v)| (i, *v)).collect())
+        .collect();
     let mut w = [0.0_f64; N];
     for _ in 0..50 {
         let mut grad = [0.0_f64; N];
-        let mut hess = [[0.0_f64; N]; N];
-        for (x, y) in &samples {
-            let z: f64 = w.iter().zip(x).map(|(a, b)| a * b).sum();
+        let mut hess = Box::new([[0.0_f64; N]; N]);
+        for (nz, (_, y)) in sparse.iter().zip(samples) {
+            let z: f64 = nz.iter().map(|(i, v)| w[*i] * v).sum();
             let p = 1.0 / (1.0 + (-z).exp());
-            for i in 0..N {
-                grad[i] += (p - y) * x[i];
-                for j in 0..N {
-                    hess[i][j] += p * (1.0 - p) * x[i] * x[j];
+            for &(i, vi) in nz {
+                grad[i] += (p - y) * vi;
+                for &(j, vj) in nz {
+                    hess[i][j] += p * (1.0 - p) * vi * vj;
                 }
             }
         }
         for i in 1..N {
-            grad[i] += RIDGE * w[i];
-            hess[i][i] += RIDGE;
+            grad[i] += ridge * w[i];
+            hess[i][i] += ridge;
         }
-        hess[0][0] += 1e-6;
-        let step = solve(hess, grad);
+        for (i, row) in hess.iter_mut().enumerate() {
+            row[i] += 1e-6;
+        }
+        let step = solve(*hess, grad);
         let size: f64 = step.iter().map(|s| s.abs()).fold(0.0, f64::max);
         for i in 0..N {
             w[i] -= step[i];
@@ -260,7 +409,7 @@ fn fit(reads: &[&Read<'_>]) -> [f32; FEATURES.len()] {
             break;
         }
     }
-    w.map(|x| x as f32)
+    w
 }
 
 /// Solves `a x = b` (Gaussian elimination with partial pivoting; `a` is positive definite).
@@ -506,6 +655,42 @@ fn the_scorer_is_fitted_on_development_only() {
 }
 
 #[test]
+fn the_message_model_is_fitted_on_development_only() {
+    let labels = labels();
+    let reads = read(&labels, &root());
+    let dev: Vec<&Read<'_>> = reads.iter().filter(|r| !held_out(&r.label.split)).collect();
+    let (refit, _) = message_model_on_development(&dev, &Scorer::default());
+    println!("pub const WEIGHTS: MessageFeatures = [");
+    for (name, w) in message_feature_names().iter().zip(refit.weights) {
+        println!("    {w:.4}, // {name}");
+    }
+    println!("];\npub const THRESHOLD: f32 = {:.3};", refit.threshold);
+    let (_, folds) = message_model_on_development(&dev, &Scorer::default());
+    let oof = message_out_of_fold(&dev, &folds, refit.threshold, &Scorer::default());
+    let calibration = fit_calibration(&oof);
+    let trusted = trusted_confidence(&oof, &calibration);
+    println!(
+        "pub const CALIBRATION: [f32; CALIBRATION_FEATURES] = [{}];\npub const TRUSTED_CONFIDENCE: f32 = {trusted:.2};",
+        calibration.iter().map(|w| format!("{w:.4}")).collect::<Vec<_>>().join(", ")
+    );
+    let drift = convdex::extract::CALIBRATION.iter().zip(calibration).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    assert!(drift < 1e-3, "the shipped calibration is not the development fit: paste it into src/derive/message.rs");
+    assert!((TRUSTED_CONFIDENCE - trusted).abs() < 1e-6, "trusted confidence {TRUSTED_CONFIDENCE} vs {trusted}");
+    let shipped = MessageScorer::default();
+    let drift = shipped.weights.iter().zip(refit.weights).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    assert!(
+        drift < 1e-3,
+        "the shipped message weights are not the development fit (largest difference {drift}): paste the table above into src/derive/message.rs"
+    );
+    assert!(
+        (shipped.threshold - refit.threshold).abs() < 1e-6,
+        "threshold {} vs {}",
+        shipped.threshold,
+        refit.threshold
+    );
+}
+
+#[test]
 fn decision_extraction_on_development_and_held_out_messages() {
     let labels = labels();
     let count =
@@ -523,15 +708,20 @@ fn decision_extraction_on_development_and_held_out_messages() {
     }
     let reads = read(&labels, &root());
     let scorer = Scorer::default();
-    let outcomes: Vec<Outcome<'_>> = reads.iter().map(|r| outcome(r, scored(&scorer))).collect();
+    let model = MessageScorer::default();
+    // What is reported: the message model, naming each decision with `decide` (what indexing
+    // stores). Beside it, for comparison, the sentence scorer alone (before 2026-11-27) and
+    // the rules alone.
+    let outcomes: Vec<Outcome<'_>> = reads.iter().map(|r| by_message(r, &model, &scorer)).collect();
+    let sentences: Vec<Outcome<'_>> = reads.iter().map(|r| outcome(r, scored(&scorer))).collect();
     let rules: Vec<Outcome<'_>> = reads.iter().map(|r| outcome(r, rules_only)).collect();
     let part = |s: &str| split(&outcomes, s);
     let (first, moved, fresh_dev) = (part("dev"), part("dev2"), part("fresh-dev"));
     let dev: Vec<&Outcome<'_>> = first.iter().chain(&moved).chain(&fresh_dev).copied().collect();
     let legacy: Vec<&Outcome<'_>> = outcomes.iter().filter(|o| o.label.family.starts_with("legacy")).collect();
     let dev_reads: Vec<&Read<'_>> = reads.iter().filter(|r| !held_out(&r.label.split)).collect();
-    let (_, folds) = fitted_on_development(&dev_reads);
-    let oof = out_of_fold(&dev_reads, &folds, scorer.threshold);
+    let (_, folds) = message_model_on_development(&dev_reads, &scorer);
+    let oof = message_out_of_fold(&dev_reads, &folds, model.threshold, &scorer);
     let misses = std::env::var_os("CONVDEX_EVAL_MISSES").is_some();
     report(
         "old development, first part (rules written against it since 2026-11-22; scorer fitted on it)",
@@ -544,6 +734,19 @@ fn decision_extraction_on_development_and_held_out_messages() {
     println!("development, all parts: precision {:.3} recall {:.3} F1 {:.3}", d.precision, d.recall, d.f1);
     let oof_outcomes: Vec<&Outcome<'_>> = oof.iter().collect();
     let o = report("development, all parts, out of fold", &oof_outcomes, false);
+    let mut by_rule: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for o in oof_outcomes.iter().filter(|o| o.confidence.is_some()) {
+        let e = by_rule.entry(o.rules.first().copied().unwrap_or("?")).or_default();
+        e.0 += 1;
+        e.1 += usize::from(o.label.decision && o.matched);
+    }
+    for (rule, (n, tp)) in &by_rule {
+        println!("  out of fold, named by {rule}: {n} predicted, precision {:.3}", ratio(*tp, *n));
+    }
+    for t in [0.5_f32, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95] {
+        let (n, p) = bucket(&oof_outcomes, (t, 1.01));
+        println!("  out of fold, confidence >= {t:.2}: {n} predicted, precision {p:.3}");
+    }
     // `CONVDEX_EVAL_DEVELOPMENT_ONLY=1` prints development alone: for work on the rules or
     // features, so that neither held-out part is read while they change.
     let development_only = std::env::var_os("CONVDEX_EVAL_DEVELOPMENT_ONLY").is_some();
@@ -552,7 +755,18 @@ fn decision_extraction_on_development_and_held_out_messages() {
             continue;
         }
         let r = scores(split(&rules, name));
-        println!("rules alone, {name}: precision {:.3} recall {:.3} F1 {:.3}", r.precision, r.recall, r.f1);
+        let s = scores(split(&sentences, name));
+        println!(
+            "{name}: rules alone precision {:.3} recall {:.3}; sentence scorer alone {:.3} / {:.3}",
+            r.precision, r.recall, s.precision, s.recall
+        );
+    }
+    // Development, out of fold (folds by owner for the fresh set, 2026-11-27): precision 0.525,
+    // recall 0.541, F1 0.533; calibrated: precision rises with confidence (0.38, 0.70, 0.80
+    // in the three buckets).
+    assert!(o.f1 >= 0.50, "development, out of fold: F1 {:.3}", o.f1);
+    if let ((1.., low), (1.., high)) = (bucket(&oof_outcomes, BUCKETS[0]), bucket(&oof_outcomes, BUCKETS[2])) {
+        assert!(high >= low, "out of fold: precision falls with confidence: {low:.3} (low) vs {high:.3} (high)");
     }
     if development_only {
         return;
@@ -567,7 +781,7 @@ fn decision_extraction_on_development_and_held_out_messages() {
     );
     // The first set's floors, unchanged since it was labelled.
     assert!(l.precision >= 0.85 && l.recall >= 0.60, "first set: precision {:.3} recall {:.3}", l.precision, l.recall);
-    assert!(o.f1 >= 0.0 && t.f1 >= 0.0 && d.f1 >= 0.0);
+    let _ = (t, d);
 }
 
 /// The owner of a file of the fresh set (`fresh/transcripts/<owner>/…`, `fresh/agents/<agent>/<owner>/…`).

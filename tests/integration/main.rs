@@ -22,6 +22,7 @@ mod forget;
 mod fuzz;
 mod import;
 mod layouts;
+mod ledger;
 mod mcp;
 mod migrate;
 mod model_ops;

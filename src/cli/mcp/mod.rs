@@ -79,6 +79,9 @@ pub struct DecisionsParams {
     pub tag: Option<String>,
     /// Include superseded and rejected decisions (default false).
     pub all: Option<bool>,
+    /// What was believed on this date (YYYY-MM-DD or RFC 3339): decisions made by then, with
+    /// the status each had then.
+    pub as_of: Option<String>,
     /// Number of decisions, newest first, 1 to 100 (default 20).
     pub limit: Option<usize>,
 }
@@ -261,24 +264,39 @@ impl Server {
                 file: p.file,
                 tag: p.tag,
                 all: p.all.unwrap_or(false),
+                as_of: p.as_of.as_deref().map(|s| parse_time(s, true)).transpose()?,
             };
-            let found = index.decisions(p.project.as_deref(), &filter)?;
+            let found = index.ledger(p.project.as_deref(), &filter)?;
             let notes = notes(&found.skipped);
             let rows = found.found;
             if rows.is_empty() {
                 return Ok(with_notes("no decisions match".into(), &notes));
             }
-            let mut out = format!("{} decisions (showing {}):\n", rows.len(), rows.len().min(limit));
-            for (project, d) in rows.iter().take(limit) {
+            let mut out = format!(
+                "{} decisions (showing {}; a candidate was extracted with less confidence: check it against its message):\n",
+                rows.len(),
+                rows.len().min(limit)
+            );
+            for e in rows.iter().take(limit) {
+                let (project, d) = (&e.project, &e.decision);
                 let DocBody::Decision(f) = &d.body else { continue };
                 out.push_str(&format!(
-                    "\n- {} · {project} · session {} · confidence {:.2}{}\n  {}\n",
+                    "\n- {} · {project} · session {} · message {} · {:?} · confidence {:.2}{}{}\n  {}\n",
                     d.timestamp.format("%Y-%m-%d"),
                     short(&d.session_id),
+                    f.source_message_uuid,
+                    d.extraction_method,
                     f.confidence,
+                    if e.trusted { "" } else { " · candidate" },
                     status_mark(d),
                     f.summary
                 ));
+                if let Some(r) = &e.replaced_by {
+                    out.push_str(&format!("  replaced on {} by: {}\n", r.time.format("%Y-%m-%d"), r.summary));
+                }
+                if !d.tags.is_empty() {
+                    out.push_str(&format!("  tags: {}\n", d.tags.join(", ")));
+                }
                 if let Some(r) = &f.reasoning {
                     out.push_str(&format!("  why: {}\n", snippet(r, 300)));
                 }

@@ -63,6 +63,7 @@ fn order(r: &[Ranked]) -> Vec<String> {
 }
 
 const NO_CONTEXT: Ranking = Ranking {
+    decision_lift: 0.0,
     fusion: Fusion::Calibrated { lexical_weight: 16.0 },
     context: Context::NONE,
     recent: None,
@@ -80,14 +81,14 @@ fn each_mode_ranks_by_its_calibrated_signal() {
             cand("b", 1, Some(0.1), Some(4.0)),
         ])
     };
-    let s = rank(vec![p()], SearchMode::Semantic, &NO_CONTEXT);
+    let s = rank(vec![p()], SearchMode::Semantic, &NO_CONTEXT, false);
     assert_eq!(order(&s), ["a:1", "a:2", "b:1"]);
     assert!((s[0].score - 5.0).abs() < 1e-4, "z = (0.6 − 0.1) / 0.1: {}", s[0].score);
     assert_eq!(s[0].candidate.signals.semantic_z, Some(s[0].score));
-    let l = rank(vec![p()], SearchMode::Lexical, &NO_CONTEXT);
+    let l = rank(vec![p()], SearchMode::Lexical, &NO_CONTEXT, false);
     assert_eq!(order(&l)[..2], ["a:2", "b:1"]);
     assert!((l[0].score - 0.9).abs() < 1e-6, "share = 9 / 10");
-    let h = rank(vec![p()], SearchMode::Hybrid, &NO_CONTEXT);
+    let h = rank(vec![p()], SearchMode::Hybrid, &NO_CONTEXT, false);
     // a:2: z 2 + 16 · 0.9 = 16.4, b:1: z 0 + 16 · 0.4 = 6.4, a:1: z 5 with no word matched.
     assert_eq!(order(&h), ["a:2", "b:1", "a:1"]);
     assert!((h[0].score - 16.4).abs() < 1e-4, "{}", h[0].score);
@@ -100,18 +101,18 @@ fn the_best_hit_of_each_signal_is_kept_among_the_first_three() {
     let mut c: Vec<Candidate> = (0..5).map(|i| cand("mid", i, Some(0.5), Some(6.0))).collect();
     c.push(cand("sem", 1, Some(0.9), None));
     c.push(cand("lex", 1, Some(-0.1), Some(9.5)));
-    let fused = order(&rank(vec![pool(c.clone())], SearchMode::Hybrid, &NO_CONTEXT));
+    let fused = order(&rank(vec![pool(c.clone())], SearchMode::Hybrid, &NO_CONTEXT, false));
     assert_eq!(fused[5..], ["lex:1", "sem:1"], "buried by the fusion");
     let lead = Ranking { leaders: true, ..NO_CONTEXT };
-    let kept = order(&rank(vec![pool(c.clone())], SearchMode::Hybrid, &lead));
+    let kept = order(&rank(vec![pool(c.clone())], SearchMode::Hybrid, &lead, false));
     assert_eq!(kept[..3], [fused[0].as_str(), "lex:1", "sem:1"], "the fusion's first, then each signal's best");
     assert_eq!(kept[3..], fused[1..5], "the others keep their order");
     // Other modes, and leaders already among the first three, are left as they are.
-    let sem = |r: &Ranking| order(&rank(vec![pool(c.clone())], SearchMode::Semantic, r));
+    let sem = |r: &Ranking| order(&rank(vec![pool(c.clone())], SearchMode::Semantic, r, false));
     assert_eq!(sem(&lead), sem(&NO_CONTEXT));
     let top =
         vec![cand("lex", 1, Some(0.1), Some(9.5)), cand("sem", 1, Some(0.9), Some(1.0)), cand("x", 1, None, Some(0.5))];
-    let r = |r: &Ranking| order(&rank(vec![pool(top.clone())], SearchMode::Hybrid, r));
+    let r = |r: &Ranking| order(&rank(vec![pool(top.clone())], SearchMode::Hybrid, r, false));
     assert_eq!(r(&lead), r(&NO_CONTEXT));
 }
 
@@ -122,22 +123,23 @@ fn a_flat_lexical_list_does_not_bury_a_confident_cosine() {
     // words, unrelated bigrams).
     let mut c = vec![cand("answer", 1, Some(0.75), None)];
     c.extend((0..40).map(|i| cand("noise", i, Some(0.05 + i as f32 * 0.008), Some(0.5 + i as f32 * 0.025))));
-    let h = rank(vec![pool(c.clone())], SearchMode::Hybrid, &NO_CONTEXT);
+    let h = rank(vec![pool(c.clone())], SearchMode::Hybrid, &NO_CONTEXT, false);
     assert_eq!(order(&h)[0], "answer:1");
     // The pool-relative blend buries it: the absent BM25 is far below the pool's mean.
     let blend = Ranking { fusion: Fusion::Blend { semantic_weight: 0.5 }, ..NO_CONTEXT };
-    let b = rank(vec![pool(c)], SearchMode::Hybrid, &blend);
+    let b = rank(vec![pool(c)], SearchMode::Hybrid, &blend, false);
     assert_ne!(order(&b)[0], "answer:1", "the failure the calibrated fusion removes");
 }
 
 #[test]
 fn scores_do_not_depend_on_the_other_candidates() {
-    let alone = rank(vec![pool(vec![cand("a", 1, Some(0.5), Some(1.0))])], SearchMode::Hybrid, &NO_CONTEXT);
+    let alone = rank(vec![pool(vec![cand("a", 1, Some(0.5), Some(1.0))])], SearchMode::Hybrid, &NO_CONTEXT, false);
     let a1 = |r: &[Ranked]| r.iter().find(|r| r.pool == 0 && label(r) == "a:1").unwrap().score;
     let crowd = rank(
         vec![pool(vec![cand("a", 1, Some(0.5), Some(1.0)), cand("a", 7, Some(0.2), Some(20.0))])],
         SearchMode::Hybrid,
         &NO_CONTEXT,
+        false,
     );
     assert_eq!(alone[0].score, a1(&crowd), "exactly");
     // Another collection with the same background: the same calibration, one order.
@@ -145,6 +147,7 @@ fn scores_do_not_depend_on_the_other_candidates() {
         vec![pool(vec![cand("a", 1, Some(0.5), Some(1.0))]), pool(vec![cand("z", 1, Some(0.9), None)])],
         SearchMode::Hybrid,
         &NO_CONTEXT,
+        false,
     );
     assert!((alone[0].score - a1(&two)).abs() < 1e-4);
     assert_eq!((order(&two)[0].as_str(), two[0].pool), ("z:1", 1), "one order across pools");
@@ -165,7 +168,7 @@ fn scores_do_not_depend_on_the_other_candidates() {
             background: near,
             lexical: LexicalScale { reference: 1.0, required: 0.0 },
         };
-        rank(vec![pool(vec![cand("a", 1, Some(0.5), None)]), near_pool], SearchMode::Semantic, &NO_CONTEXT)
+        rank(vec![pool(vec![cand("a", 1, Some(0.5), None)]), near_pool], SearchMode::Semantic, &NO_CONTEXT, false)
     };
     let shifted = beside_near("m");
     assert_eq!(order(&shifted), ["n:1", "a:1"], "one background for all: cosine order within a search");
@@ -187,10 +190,11 @@ fn a_required_match_keeps_its_share_in_a_long_document() {
         vec![Pool { candidates: vec![long, short], model: "m".into(), background: background(), lexical: scale }],
         SearchMode::Lexical,
         &NO_CONTEXT,
+        false,
     );
     assert_eq!(r.iter().map(|r| r.candidate.signals.lexical_share).collect::<Vec<_>>(), [Some(0.9), Some(0.6)]);
     // Without required clauses, the share is the BM25's.
-    let free = rank(vec![pool(vec![cand("a", 1, Some(0.1), Some(1.5))])], SearchMode::Lexical, &NO_CONTEXT);
+    let free = rank(vec![pool(vec![cand("a", 1, Some(0.1), Some(1.5))])], SearchMode::Lexical, &NO_CONTEXT, false);
     assert_eq!(free[0].candidate.signals.lexical_share, Some(0.15));
 }
 
@@ -207,26 +211,30 @@ fn context_lifts_hits_whose_session_and_neighbours_match() {
             cand("c", 1, Some(0.05), None),
         ])
     };
-    let none = rank(vec![p()], SearchMode::Hybrid, &NO_CONTEXT);
+    let none = rank(vec![p()], SearchMode::Hybrid, &NO_CONTEXT, false);
     assert_eq!(order(&none)[1], "b:7", "no context: the fused order stands");
-    let with = rank(vec![p()], SearchMode::Hybrid, &Ranking::default());
+    let with = rank(vec![p()], SearchMode::Hybrid, &Ranking::default(), false);
     assert_eq!(order(&with)[..2], ["a:10", "a:3"]);
     let c1 = with.iter().find(|r| session_of(r) == "c").unwrap();
     assert_eq!(c1.candidate.signals.context, 0.0, "below the background: no lift");
     // Sessions are told apart by collection: the same session id in another pool does not lift.
     let other = pool(vec![cand("b", 8, Some(0.9), None)]);
-    let two = rank(vec![p(), other], SearchMode::Hybrid, &Ranking::default());
+    let two = rank(vec![p(), other], SearchMode::Hybrid, &Ranking::default(), false);
     let b7 = two.iter().find(|r| r.pool == 0 && session_of(r) == "b").unwrap();
     assert_eq!(b7.score, with.iter().find(|r| session_of(r) == "b").unwrap().score);
-    assert!(rank(vec![], SearchMode::Hybrid, &Ranking::default()).is_empty());
+    assert!(rank(vec![], SearchMode::Hybrid, &Ranking::default(), false).is_empty());
 }
 
 #[test]
 fn identical_content_of_one_session_is_folded() {
     let twice = cand_of(Document::message("a", "a-2", 2, Role::User, "a message   1"), Some(0.5), None);
     let other_session = cand_of(Document::message("b", "b-1", 1, Role::User, "a message 1"), Some(0.5), None);
-    let r =
-        rank(vec![pool(vec![cand("a", 1, Some(0.5), None), twice, other_session])], SearchMode::Semantic, &NO_CONTEXT);
+    let r = rank(
+        vec![pool(vec![cand("a", 1, Some(0.5), None), twice, other_session])],
+        SearchMode::Semantic,
+        &NO_CONTEXT,
+        false,
+    );
     assert_eq!(r.len(), 2, "{:?}", order(&r));
     assert_eq!(r[0].folded, 1);
     assert_eq!(session_of(&r[1]), "b", "another session's copy stays");
@@ -244,9 +252,9 @@ fn recency_prefers_new_sessions_but_not_over_active_decisions() {
     let new = at("new", now, 0.48);
     let recent =
         Ranking { recent: Some(Recency { now_ms: now.timestamp_millis(), ..Recency::default() }), ..NO_CONTEXT };
-    let plain = rank(vec![pool(vec![old.clone(), new.clone()])], SearchMode::Semantic, &NO_CONTEXT);
+    let plain = rank(vec![pool(vec![old.clone(), new.clone()])], SearchMode::Semantic, &NO_CONTEXT, false);
     assert_eq!(order(&plain)[0], "old:1");
-    let r = rank(vec![pool(vec![old.clone(), new.clone()])], SearchMode::Semantic, &recent);
+    let r = rank(vec![pool(vec![old.clone(), new.clone()])], SearchMode::Semantic, &recent, false);
     assert_eq!(order(&r)[0], "new:1");
     assert!(r[0].candidate.signals.recency > 0.0);
     // An old active decision keeps its place; a superseded one sinks.
@@ -265,9 +273,9 @@ fn recency_prefers_new_sessions_but_not_over_active_decisions() {
         });
         cand_of(d, Some(0.5), None)
     };
-    let r = rank(vec![pool(vec![decision(DecisionStatus::Active), new.clone()])], SearchMode::Semantic, &recent);
+    let r = rank(vec![pool(vec![decision(DecisionStatus::Active), new.clone()])], SearchMode::Semantic, &recent, false);
     assert_eq!(r[0].candidate.fields.status, Some(DecisionStatus::Active));
-    let r = rank(vec![pool(vec![decision(DecisionStatus::Superseded), new])], SearchMode::Semantic, &recent);
+    let r = rank(vec![pool(vec![decision(DecisionStatus::Superseded), new])], SearchMode::Semantic, &recent, false);
     assert_eq!(r[1].candidate.fields.status, Some(DecisionStatus::Superseded));
 }
 
@@ -277,7 +285,7 @@ fn relevance_reads_the_signals_with_the_pools_model() {
         || vec![cand("a", 1, Some(0.9), Some(8.0)), cand("a", 5, Some(0.5), None), cand("b", 2, None, Some(4.0))];
     let by_label = |r: Vec<Ranked>| -> BTreeMap<String, u8> { r.iter().map(|h| (label(h), h.relevance)).collect() };
     let ranked = |model: &str, ranking: Ranking| {
-        by_label(rank(vec![Pool { model: model.into(), ..pool(docs()) }], SearchMode::Hybrid, &ranking))
+        by_label(rank(vec![Pool { model: model.into(), ..pool(docs()) }], SearchMode::Hybrid, &ranking, false))
     };
     for model in ["multilingual-e5-small", "all-MiniLM-L6-v2-onnx-int8", "potion-base-8M"] {
         let own = Ranking { context: Context::NONE, ..Ranking::for_model(model) };
@@ -306,7 +314,7 @@ fn relevance_reads_the_signals_with_the_pools_model() {
         Pool { model: "multilingual-e5-small".into(), ..pool(vec![cand("a", 1, Some(0.9), None)]) },
         Pool { model: "all-minilm-l6-v2".into(), ..pool(vec![cand("b", 1, Some(0.9), None)]) },
     ];
-    let r = by_label(rank(pools, SearchMode::Semantic, &Ranking::default()));
+    let r = by_label(rank(pools, SearchMode::Semantic, &Ranking::default(), false));
     assert!(r["b:1"] < r["a:1"], "{r:?}");
     // An unknown model reads as e5.
     assert_eq!(Curves::for_model("hash-384"), Curves::for_model("multilingual-e5-small-q4"));
