@@ -82,16 +82,23 @@ impl Collection {
             tx.open_table(FORGOTTEN)?.insert(session_id, Utc::now().timestamp_millis())?;
         }
         report.documents = self.delete_ids_in(tx, ids)?;
-        self.write_tombstone_sidecar()?;
+        self.write_tombstone_sidecar(None)?;
         Ok(report)
     }
 
     /// Keeps `forgotten.json` beside the store: the tombstones (session id → when) outside
     /// redb, so that a store damaged beyond repair cannot bring forgotten sessions back when
     /// their transcripts are indexed again ([`Index::repair`] reads it). Written atomically.
-    pub(crate) fn write_tombstone_sidecar(&self) -> Result<()> {
-        let rows: std::collections::BTreeMap<String, i64> =
-            self.forgotten_sessions()?.into_iter().map(|(s, t)| (s, t.timestamp_millis())).collect();
+    /// The file keeps the tombstones it held beside the store's (a store rebuilt from what
+    /// could be read may have lost some), less `indexed_again`, a session `index --force`
+    /// brought back.
+    pub(crate) fn write_tombstone_sidecar(&self, indexed_again: Option<&str>) -> Result<()> {
+        let mut rows: std::collections::BTreeMap<String, i64> =
+            read_tombstone_sidecar(self.dir()).into_iter().collect();
+        rows.extend(self.forgotten_sessions()?.into_iter().map(|(s, t)| (s, t.timestamp_millis())));
+        if let Some(s) = indexed_again {
+            rows.remove(s);
+        }
         let path = self.dir().join(TOMBSTONE_SIDECAR);
         let tmp = self.dir().join(format!("{TOMBSTONE_SIDECAR}.tmp"));
         let text = serde_json::to_vec(&rows).map_err(|e| Error::io(&path, std::io::Error::other(e)))?;
@@ -101,10 +108,15 @@ impl Collection {
         std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
     }
 
-    /// Whether a session was forgotten (and not indexed again since).
+    /// Whether a session was forgotten (and not indexed again since with `--force`): its
+    /// tombstone is in the store or in `forgotten.json` beside it, whatever happened to the
+    /// other (a store rebuilt from what could be read keeps the file's).
     pub fn is_forgotten(&self, session_id: &str) -> Result<bool> {
         let tx = self.db.begin_read()?;
-        Ok(tx.open_table(FORGOTTEN)?.get(session_id)?.is_some())
+        if tx.open_table(FORGOTTEN)?.get(session_id)?.is_some() {
+            return Ok(true);
+        }
+        Ok(read_tombstone_sidecar(self.dir()).iter().any(|(s, _)| s == session_id))
     }
 
     /// Writes tombstones read back from a damaged store ([`Index::repair`]).
@@ -121,7 +133,7 @@ impl Collection {
             }
         }
         tx.commit()?;
-        self.write_tombstone_sidecar()
+        self.write_tombstone_sidecar(None)
     }
 
     /// Forgotten sessions and when they were forgotten, by session id.

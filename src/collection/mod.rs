@@ -197,6 +197,34 @@ pub(crate) fn acquire_lock(dir: &Path, wait: Duration) -> Result<std::fs::File> 
     Ok(file)
 }
 
+/// Whether the collection in `dir` existed before: its store's id file, its tombstones, its
+/// identity or its derived indexes are there.
+fn existed(dir: &Path) -> bool {
+    [meta::STORE_ID_FILE, crate::collection::forget::TOMBSTONE_SIDECAR, "collection.json", "lexical", "graph.vectors"]
+        .iter()
+        .any(|f| dir.join(f).exists())
+}
+
+/// Checks that the store in `dir` is the collection's own (the id in its metadata is the one in
+/// [`meta::STORE_ID_FILE`]), writing the file for a store that has none yet (a new one, or one
+/// an earlier version made).
+fn check_identity(dir: &Path, db: &Database) -> Result<()> {
+    let id = meta::store_id(db)?;
+    let file = dir.join(meta::STORE_ID_FILE);
+    match std::fs::read_to_string(&file) {
+        Ok(kept) if kept.trim() == id => Ok(()),
+        Ok(kept) => Err(Error::Damaged {
+            path: dir.join("data.redb"),
+            reason: format!(
+                "data.redb is not this collection's store (its id is {id}, {} names {})",
+                meta::STORE_ID_FILE,
+                kept.trim()
+            ),
+        }),
+        Err(_) => crate::durable::write_synced(&file, id.as_bytes()),
+    }
+}
+
 impl Collection {
     /// Opens (creating if needed) the collection stored in `dir`. A new collection uses
     /// `embedder`; one that records another model is opened with that model's embedder from
@@ -213,6 +241,17 @@ impl Collection {
         let emb = embedder.clone();
         let cache = options.cache_bytes;
         Self::open_with(dir, name, meta, embedder, options, true, resolve, move |path| {
+            // A collection that existed knows it apart from its store: its store gone or
+            // emptied is damage to report, never a fresh empty collection (which would silently
+            // drop every document and let `index` bring back forgotten sessions).
+            let size = std::fs::metadata(path).map(|m| m.len()).ok();
+            if matches!(size, None | Some(0)) && existed(path.parent().unwrap_or(Path::new("."))) {
+                let reason = if size.is_none() { "data.redb is missing" } else { "data.redb is empty (0 bytes)" };
+                return Err(Error::Damaged { path: path.to_path_buf(), reason: reason.into() });
+            }
+            if size == Some(0) {
+                let _ = std::fs::remove_file(path);
+            }
             if !path.exists() {
                 // Create atomically: a fresh database is initialised under another name and
                 // renamed into place, so a crash during creation never leaves a half-written
@@ -304,6 +343,7 @@ impl Collection {
             other => other?,
         };
         store::create_tables(&db)?;
+        check_identity(dir, &db)?;
         let (stored, stored_dim) = meta::check_or_init_meta(&db, configured.model_id(), configured.dim(), &meta)?;
         let (embedder, target) = if stored == configured.model_id() && stored_dim == configured.dim() {
             (configured, None)

@@ -257,8 +257,13 @@ impl Collection {
         let generation = meta::bump_generation(&tx)?;
         tx.commit()?;
         report.generation = generation;
-        if unforgot {
-            self.write_tombstone_sidecar()?;
+        let named = session.as_ref().filter(|w| w.unforget).map(|w| w.session_id);
+        if unforgot
+            || named.is_some_and(|id| {
+                crate::collection::forget::read_tombstone_sidecar(self.dir()).iter().any(|(s, _)| s == id)
+            })
+        {
+            self.write_tombstone_sidecar(named)?;
         }
         if bulk {
             self.follow_store_staged(&replaced_ids, &lexical_docs, generation)?;

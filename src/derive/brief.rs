@@ -228,7 +228,7 @@ mod tests {
             summary: text.into(),
             alternatives: vec![],
             reasoning: Some("it is embedded".into()),
-            confidence: 0.9,
+            confidence: crate::extract::TRUSTED_CONFIDENCE,
             source_message_uuid: String::new(),
             status,
             superseded_by: None,
@@ -318,5 +318,22 @@ mod tests {
         assert!(!b.contains("Decision 0 "), "{b}");
         // A budget too small for the goal gives nothing rather than a headless brief.
         assert_eq!(compose(&input, 5, &words), None);
+    }
+
+    /// A decision extracted below the confidence measured right 90 % of the time is a candidate:
+    /// never stated as in force; one remembered on purpose always is.
+    #[test]
+    fn only_trusted_decisions_are_stated_as_in_force() {
+        let mut candidate =
+            decision("s", 10, "Use sqlite for the cache", DecisionStatus::Active, ExtractionMethod::Heuristic);
+        if let DocBody::Decision(f) = &mut candidate.body {
+            f.confidence = 0.8;
+        }
+        let remembered = decision("s", 20, "Always run clippy", DecisionStatus::Active, ExtractionMethod::Manual);
+        let decisions = [candidate, remembered];
+        let input = BriefInput { project: "p", summaries: &[], decisions: &decisions, exclude_session: None };
+        let brief = compose(&input, 600, &words).unwrap();
+        assert!(brief.contains("Always run clippy"), "{brief}");
+        assert!(!brief.contains("sqlite"), "{brief}");
     }
 }

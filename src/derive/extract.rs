@@ -425,7 +425,10 @@ fn name(
         .filter(|c| scorer.probability(&c.features) >= scorer.threshold)
         .map(|c| Extracted { confidence, ..c.decision.clone() })
         .collect();
-    if !kept.is_empty() {
+    // A sentence a rule matched names the decision; a reply rule names it better than a
+    // sentence no rule matched ("go with that" is the approval of the proposal before it).
+    let matched = kept.iter().any(|d| d.rule != UNMATCHED);
+    if matched || (!kept.is_empty() && reading.reply.is_none()) {
         return kept;
     }
     let text = turn.text.trim();

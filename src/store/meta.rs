@@ -31,6 +31,12 @@ pub(crate) const META_DIM: &str = "dimension";
 pub(crate) const META_GENERATION: &str = "generation";
 pub(crate) const META_NEXT_ID: &str = "next_doc_id";
 pub(crate) const META_COLLECTION: &str = "collection";
+/// The store's own id (16 random bytes), also kept beside it in [`STORE_ID_FILE`]: a store that
+/// is not the collection's own (another collection's file copied over it) is damage.
+pub(crate) const META_STORE_ID: &str = "store_id";
+/// The file beside a collection's store that says the store exists and which one it is: with
+/// it, a missing, empty or foreign `data.redb` is damage, never a fresh empty collection.
+pub const STORE_ID_FILE: &str = "store.id";
 /// Present once every imported conversation was found, or made, to carry the turn each turn
 /// answers (`indexer::import::refresh_answering`); older versions ignore it.
 const META_IMPORTS_ANSWERING: &str = "imports_answering";
@@ -193,4 +199,20 @@ pub(crate) fn model_id(db: &impl ReadableDatabase) -> Result<String> {
     let tx = db.begin_read()?;
     let t = tx.open_table(META)?;
     Ok(t.get(META_MODEL)?.map(|v| String::from_utf8_lossy(v.value()).into_owned()).unwrap_or_default())
+}
+
+/// The id of the store in `db`, giving it one (in its own transaction) when it has none yet
+/// (created by an earlier version).
+pub(crate) fn store_id(db: &Database) -> Result<String> {
+    {
+        let tx = db.begin_read()?;
+        if let Some(v) = tx.open_table(META)?.get(META_STORE_ID)? {
+            return Ok(String::from_utf8_lossy(v.value()).into_owned());
+        }
+    }
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let tx = db.begin_write()?;
+    tx.open_table(META)?.insert(META_STORE_ID, id.as_bytes())?;
+    tx.commit()?;
+    Ok(id)
 }

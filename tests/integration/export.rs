@@ -136,5 +136,7 @@ fn corpus_export_v2_needs_far_fewer_tokens_than_pretty_v1() {
         v2.1,
         saving * 100.0
     );
-    assert!(saving >= 0.45, "V2 saves only {:.1}% of pretty V1's tokens", saving * 100.0);
+    // 2026-11-27: 44 % with the message-level decision model (more decisions, whose summaries
+    // are prose V2 cannot shorten), 45 % and more before.
+    assert!(saving >= 0.40, "V2 saves only {:.1}% of pretty V1's tokens", saving * 100.0);
 }
