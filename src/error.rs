@@ -151,6 +151,18 @@ pub enum Error {
         /// The longest query accepted, in bytes.
         max: usize,
     },
+    /// The query has more words and identifiers than one lexical search takes.
+    #[error(
+        "the search query has {terms} distinct words and identifiers, over the {max} one search takes; \
+         search for the distinctive part (an error's first lines, an identifier, a phrase in quotes), \
+         or search by meaning alone (`--mode semantic`)"
+    )]
+    TooManyTerms {
+        /// Clauses in the query.
+        terms: usize,
+        /// The most a query may have.
+        max: usize,
+    },
     /// `since` is after `until`.
     #[error("the time range is inverted: since {since} is after until {until}; swap them")]
     InvertedTimeRange {
@@ -201,6 +213,26 @@ pub enum Error {
     NoSuchSession {
         /// The prefix asked for.
         prefix: String,
+    },
+    /// Something other than a file stands where a collection keeps its lock file.
+    #[error(
+        "{path} is not a file (convdex keeps the collection's lock file there); remove it (`rm -r \"{path}\"`) \
+         and retry: convdex makes the file again. `doctor --repair` cannot fix this"
+    )]
+    LockNotAFile {
+        /// The lock file's path.
+        path: PathBuf,
+    },
+    /// No readable collection holds the session, and some could not be searched.
+    #[error(
+        "no readable collection holds a session starting with `{prefix}`, but some could not be searched ({reasons}); \
+         retry once they are free (an indexing run or another convdex process holds them) or repaired (`convdex doctor --repair`)"
+    )]
+    SessionNotSearched {
+        /// The prefix asked for.
+        prefix: String,
+        /// The collections that could not be searched, with why.
+        reasons: String,
     },
     /// Every collection asked for was skipped.
     #[error("no collection could be read: {reasons}")]
@@ -258,6 +290,7 @@ impl Error {
                 | Error::FormatVersion { .. }
                 | Error::ModelMismatch { .. }
                 | Error::Remote { .. }
+                | Error::LockNotAFile { .. }
         )
     }
 

@@ -8,6 +8,20 @@ pub fn normalize(v: &mut [f32]) {
     }
 }
 
+/// Whether a vector read from disk can be used: every component finite and its length 1 within
+/// 1e-3 (every embedder convdex runs normalises its vectors). A vector that is not was damaged
+/// on disk: it is embedded again, never served.
+pub fn is_sound(v: &[f32]) -> bool {
+    let mut sum = 0.0_f32;
+    for x in v {
+        if !x.is_finite() {
+            return false;
+        }
+        sum += x * x;
+    }
+    !v.is_empty() && (sum.sqrt() - 1.0).abs() <= 1e-3
+}
+
 /// Dot product; equals cosine similarity for unit vectors.
 #[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {

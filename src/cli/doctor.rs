@@ -38,7 +38,9 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
         // No seal: the open verifies every page of the store and the lexical index's checksums,
         // whatever the files' sizes and times say.
         let _ = std::fs::remove_file(info.dir.join("SEAL"));
-        let opened = index.collection(&info.tenant, &info.project);
+        // Every document read back too: bit rot inside a record passes redb's page checks.
+        let opened =
+            index.collection(&info.tenant, &info.project).and_then(|c| c.guarded(|c| c.verify_documents()).map(|_| c));
         let (state, detail) = match opened {
             Ok(c) => ("ok", notes(&c)),
             Err(e @ convdex::Error::Damaged { .. }) if repair => {
@@ -58,7 +60,11 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> anyhow::Result<()> {
             }
             Err(e) => {
                 problem(format!("{}: {}", info.name, e.chain()));
-                let state = if matches!(e, convdex::Error::InUse { .. }) { "busy" } else { "damaged" };
+                let state = match e {
+                    convdex::Error::InUse { .. } => "busy",
+                    convdex::Error::LockNotAFile { .. } => "blocked",
+                    _ => "damaged",
+                };
                 (state, e.chain())
             }
         };
@@ -218,8 +224,13 @@ fn notes(c: &convdex::Collection) -> String {
             convdex::VectorIndexState::Loaded
         }
     };
-    if let Ok(Some(why)) = c.verify_graph_links() {
-        notes.push(format!("graph links damaged ({why}); they are rebuilt from the vectors when next read"));
+    if let Ok(n @ 1..) = c.requeue_damaged_vectors() {
+        notes.push(format!(
+            "{n} documents' vectors were damaged on disk; they are no longer served and `convdex index` embeds them again"
+        ));
+    }
+    if let Ok(Some(why)) = c.mend_graph_links() {
+        notes.push(format!("graph links damaged ({why}); rebuilt from the vectors and saved"));
     }
     for (what, s) in [("graph", &graph), ("lexical index", c.lexical_index_state())] {
         if let convdex::VectorIndexState::Rebuilt(r) = s

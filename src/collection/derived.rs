@@ -112,10 +112,51 @@ fn read_vectors(db: &Database, ids: &[u64]) -> Result<Vec<(VectorId, Vec<f32>)>>
     let mut out = Vec::with_capacity(ids.len());
     for &id in ids {
         if let Some(v) = t.get(id)? {
-            out.push((VectorId::from_raw(id), codec::vector_from_bytes(v.value())?));
+            let v = codec::vector_from_bytes(v.value())?;
+            // Damaged on disk: never served ([`requeue_unsound`] has it embedded again).
+            if crate::vector::is_sound(&v) {
+                out.push((VectorId::from_raw(id), v));
+            }
         }
     }
     Ok(out)
+}
+
+/// Vectors of the store damaged on disk (not finite, or not of unit length): their rows go and
+/// their documents wait to be embedded again (the next `index` does it), in one transaction.
+/// Returns the documents queued (internal ids).
+pub(crate) fn requeue_unsound(db: &Database) -> Result<Vec<u64>> {
+    let bad: Vec<u64> = {
+        let tx = db.begin_read()?;
+        let t = tx.open_table(VECTORS)?;
+        let mut bad = Vec::new();
+        for e in t.iter()? {
+            let (k, v) = e?;
+            if codec::vector_from_bytes(v.value()).map_or(true, |v| !crate::vector::is_sound(&v)) {
+                bad.push(k.value());
+            }
+        }
+        bad
+    };
+    if bad.is_empty() {
+        return Ok(Vec::new());
+    }
+    let tx = db.begin_write()?;
+    let mut docs = std::collections::BTreeSet::new();
+    {
+        let mut vectors = tx.open_table(VECTORS)?;
+        let mut pending = tx.open_table(crate::store::tables::PENDING)?;
+        for id in &bad {
+            vectors.remove(*id)?;
+            let doc = VectorId::from_raw(*id).doc();
+            if docs.insert(doc) {
+                pending.insert(doc, 0)?;
+            }
+        }
+    }
+    crate::store::meta::bump_generation(&tx)?;
+    tx.commit()?;
+    Ok(docs.into_iter().collect())
 }
 
 /// Every stored document's internal id, sorted.
@@ -135,7 +176,10 @@ pub(crate) fn rebuild(db: &Database, dim: usize, params: HnswParams) -> Result<A
     let mut all = Vec::with_capacity(t.len()? as usize);
     for e in t.iter()? {
         let (k, v) = e?;
-        all.push((VectorId::from_raw(k.value()), codec::vector_from_bytes(v.value())?));
+        let v = codec::vector_from_bytes(v.value())?;
+        if crate::vector::is_sound(&v) {
+            all.push((VectorId::from_raw(k.value()), v));
+        }
     }
     let mut ann = Ann::new(dim, params, all.len());
     let items: Vec<(VectorId, &[f32])> = all.iter().map(|(id, v)| (*id, v.as_slice())).collect();

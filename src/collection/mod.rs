@@ -156,6 +156,9 @@ impl std::fmt::Debug for Collection {
 pub(crate) fn acquire_lock(dir: &Path, wait: Duration) -> Result<std::fs::File> {
     use std::io::{Read, Seek, Write};
     let path = dir.join("LOCK");
+    if path.is_dir() {
+        return Err(Error::LockNotAFile { path });
+    }
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -344,6 +347,10 @@ impl Collection {
         };
         store::create_tables(&db)?;
         check_identity(dir, &db)?;
+        // Files changed since convdex closed them: a vector damaged on disk is never served.
+        if !intact {
+            derived::requeue_unsound(&db)?;
+        }
         let (stored, stored_dim) = meta::check_or_init_meta(&db, configured.model_id(), configured.dim(), &meta)?;
         let (embedder, target) = if stored == configured.model_id() && stored_dim == configured.dim() {
             (configured, None)
@@ -400,6 +407,14 @@ impl Collection {
                 self.seal.poison();
                 Err(e)
             }
+            // A record that does not decode: the store is damaged; say which and how to fix it.
+            Ok(Err(Error::Codec { what, reason })) => {
+                self.seal.poison();
+                Err(Error::Damaged {
+                    path: self.dir.join("data.redb"),
+                    reason: format!("stored {what} could not be decoded ({reason})"),
+                })
+            }
             Ok(r) => r,
             Err(p) => {
                 self.seal.poison();
@@ -427,12 +442,38 @@ impl Collection {
         self.opened.get().ok_or_else(|| Error::InvalidArgument("the vector index is not loaded".into()))
     }
 
+    /// Reads every stored vector and queues the documents of those damaged on disk (not
+    /// finite, or not of unit length) to be embedded again: their vectors are never served, and
+    /// the next `index` embeds them. Returns how many documents were queued.
+    pub fn requeue_damaged_vectors(&self) -> Result<usize> {
+        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let docs = derived::requeue_unsound(&self.db)?;
+        if !docs.is_empty() && self.opened.get().is_some() {
+            // The graph loaded before holds their old vectors: no longer served.
+            let mut ann = self.ann.write().unwrap_or_else(|e| e.into_inner());
+            for d in &docs {
+                ann.tombstone(*d);
+            }
+            self.dirty.store(true, Ordering::SeqCst);
+        }
+        Ok(docs.len())
+    }
+
     /// Verifies the checksums of the graph's links when they are not read yet (an open
     /// verifies the vectors only, and the links are verified when a search first walks
     /// them). `Ok(None)`: whole, or already read; `Ok(Some(why))`: damaged, and rebuilt from the
     /// vectors when next read. Reads every graph file; `convdex doctor` calls it.
     pub fn verify_graph_links(&self) -> Result<Option<String>> {
         Ok(self.graph()?.read().unwrap_or_else(|e| e.into_inner()).verify_links())
+    }
+
+    /// Rebuilds damaged graph links from the vectors now and saves the graph, so that no later
+    /// read has to rebuild them again; `Ok(Some(why))` when they were damaged.
+    pub fn mend_graph_links(&self) -> Result<Option<String>> {
+        let Some(why) = self.verify_graph_links()? else { return Ok(None) };
+        self.graph()?.write().unwrap_or_else(|e| e.into_inner()).poll(true);
+        self.flush()?;
+        Ok(Some(why))
     }
 
     /// Whether the graph has been loaded (by a search that needed vectors, a write, or

@@ -223,10 +223,13 @@ impl<'c> SearchBuilder<'c> {
         let asks = crate::search::asks_about_a_decision(&self.query.text);
         let ranked = fuse::rank(vec![pool], mode, &self.query.ranking, asks);
         let terms = words.highlight();
-        let hits = shown(ranked, self.query.limit, std::slice::from_ref(&snapshot))?
-            .into_iter()
-            .map(|(r, doc)| hit(r, doc, &terms, plan))
-            .collect();
+        let (shown, damaged) = shown(ranked, self.query.limit, std::slice::from_ref(&snapshot))?;
+        // This collection's own search: a document it cannot read is damage to report, not a
+        // hit to pass over in silence.
+        if let Some((_, reason)) = damaged.into_iter().next() {
+            return Err(Error::Damaged { path: coll.dir().join("data.redb"), reason });
+        }
+        let hits = shown.into_iter().map(|(r, doc)| hit(r, doc, &terms, plan)).collect();
         Ok(Hits { hits, plan })
     }
 }
@@ -239,23 +242,35 @@ pub(crate) struct Snapshot {
 }
 
 /// The first `limit` ranked candidates with their documents, read from the snapshot of the
-/// pool each came from (`snapshots[r.pool]`). A candidate whose document is missing (never
-/// in one snapshot) is passed over.
+/// pool each came from (`snapshots[r.pool]`), and the pools whose documents could not be read
+/// (a document its ranking row names that is missing or does not decode: the store is damaged),
+/// each with why. A candidate whose document cannot be read is passed over, and said to be.
 pub(crate) fn shown(
     ranked: Vec<fuse::Ranked>,
     limit: usize,
     snapshots: &[Snapshot],
-) -> Result<Vec<(fuse::Ranked, crate::Document)>> {
+) -> Result<(Vec<(fuse::Ranked, crate::Document)>, Vec<(usize, String)>)> {
     let mut out = Vec::with_capacity(limit.min(ranked.len()));
+    let mut damaged: Vec<(usize, String)> = Vec::new();
     for r in ranked {
         if out.len() == limit {
             break;
         }
-        if let Some(doc) = crate::store::get_doc(&snapshots[r.pool].docs, r.candidate.id)? {
-            out.push((r, doc));
+        let pool = r.pool;
+        match crate::store::get_doc(&snapshots[pool].docs, r.candidate.id) {
+            Ok(Some(doc)) => out.push((r, doc)),
+            Ok(None) => {
+                damaged.push((pool, format!("document {} is indexed but missing from the store", r.candidate.id)))
+            }
+            Err(Error::Codec { what, reason }) => {
+                damaged.push((pool, format!("stored {what} could not be decoded ({reason})")));
+            }
+            Err(e) => return Err(e),
         }
     }
-    Ok(out)
+    damaged.sort();
+    damaged.dedup_by_key(|d| d.0);
+    Ok((out, damaged))
 }
 
 /// A ranked candidate and its document as a [`Hit`].

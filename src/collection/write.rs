@@ -533,7 +533,8 @@ impl Collection {
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let tx = self.db.begin_write()?;
         let mut n = 0;
-        for (k, v) in rows.iter().filter(|(_, v)| v.len() == dim_bytes) {
+        let sound = |v: &[u8]| crate::store::codec::vector_from_bytes(v).is_ok_and(|x| crate::vector::is_sound(&x));
+        for (k, v) in rows.iter().filter(|(_, v)| v.len() == dim_bytes && sound(v)) {
             store::cache::put(&tx, CacheKey(*k), v)?;
             n += 1;
         }

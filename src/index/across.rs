@@ -311,11 +311,11 @@ impl Index {
         // The query's words and their translations, made once for every collection (they share
         // this index's glossary) and for the snippets.
         let words = QueryWords::new(&query.text, query.ranking.translation, glossary);
-        let Across { found, skipped } = self.each_of_parallel(opened, modes, |mode, info, c| {
+        let Across { found, mut skipped } = self.each_of_parallel(opened, modes, |mode, info, c| {
             let (mode, model) = mode?;
             let vector = model.and_then(|m| vectors.get(&m)).map_or(&[][..], Vec::as_slice);
             let (pool, plan, snapshot) = c.pool(query, &words, mode, vector, Default::default())?;
-            Ok((info.project.clone(), mode, pool, plan, snapshot))
+            Ok((info.project.clone(), mode, pool, plan, snapshot, (info.clone(), c.dir().join("data.redb"))))
         })?;
         // Collections without a lexical index answer semantically; the union is ranked in the
         // mode most of them ran.
@@ -323,11 +323,19 @@ impl Index {
             if found.iter().all(|f| f.1 == SearchMode::Semantic) { SearchMode::Semantic } else { SearchMode::Hybrid }
         });
         let (names, plans): (Vec<String>, Vec<Plan>) = found.iter().map(|f| (f.0.clone(), f.3)).unzip();
+        let stores: Vec<(CollectionInfo, std::path::PathBuf)> = found.iter().map(|f| f.5.clone()).collect();
         let (pools, snapshots): (Vec<_>, Vec<_>) = found.into_iter().map(|f| (f.2, f.4)).unzip();
         let terms = words.highlight();
         let asks = crate::search::asks_about_a_decision(&query.text);
         let ranked = crate::search::fuse::rank(pools, mode, &query.ranking, asks);
-        let hits = crate::collection::shown(ranked, query.limit, &snapshots)?
+        let (shown, damaged) = crate::collection::shown(ranked, query.limit, &snapshots)?;
+        // A collection whose documents could not be read is named, never silently replaced by
+        // the others' hits.
+        for (pool, reason) in damaged {
+            let (info, path) = stores[pool].clone();
+            skipped.push(Skipped { info, error: Error::Damaged { path, reason } });
+        }
+        let hits = shown
             .into_iter()
             .map(|(r, doc)| {
                 let (project, plan) = (names[r.pool].clone(), plans[r.pool]);
@@ -422,6 +430,12 @@ impl Index {
             }
         }
         match matches.len() {
+            // Not found where it could look: where it could not is the answer, not "no session"
+            // (a privacy command must never say there is nothing to delete when it could not see).
+            0 if !skipped.is_empty() => Err(Error::SessionNotSearched {
+                prefix: prefix.to_string(),
+                reasons: skipped.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+            }),
             0 => Err(Error::NoSuchSession { prefix: prefix.to_string() }),
             1 => Ok(Across { found: matches.remove(0), skipped }),
             n => Err(Error::InvalidArgument(format!(

@@ -309,7 +309,9 @@ impl Index {
         let rd = std::fs::read_dir(&self.root).map_err(|e| Error::io(&self.root, e))?;
         for entry in rd.flatten() {
             let dir = entry.path();
-            if !dir.join("data.redb").exists() {
+            // A collection is a store, or the id file that says one existed: a store deleted
+            // is a damaged collection to report and repair, not one that silently vanished.
+            if !dir.join("data.redb").exists() && !dir.join(crate::store::meta::STORE_ID_FILE).exists() {
                 continue;
             }
             let listed = read_identity(&dir)

@@ -165,6 +165,14 @@ impl Index {
                 supported: crate::store::codec::DOCUMENT_VERSION.into(),
             });
         }
+        // A store that is not this collection's (another collection's file copied over it):
+        // nothing in it belongs here; the transcripts bring the collection's sessions back.
+        if s.meta.as_ref().is_some_and(|m| m.tenant != info.tenant || m.project != info.project) {
+            s = crate::store::salvage::Salvage {
+                unreadable: [("another collection's store".to_string(), 1)].into(),
+                ..Default::default()
+            };
+        }
         // Tombstones also live beside the store: a forgotten session must stay forgotten even
         // when the store is unreadable.
         for (session, at) in crate::collection::forget::read_tombstone_sidecar(&moved_to) {

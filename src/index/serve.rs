@@ -74,7 +74,7 @@ impl Index {
             Scope::Except(p) => self.search_except_here(p, query),
             Scope::Collection(tenant, project) => {
                 let c = self.collection(tenant, project)?;
-                let hits = c.query(query)?.hits;
+                let hits = c.guarded(|c| c.query(query))?.hits;
                 Ok(Across {
                     found: hits.into_iter().map(|hit| ProjectHit { project: project.clone(), hit }).collect(),
                     skipped: Vec::new(),

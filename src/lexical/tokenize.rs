@@ -12,9 +12,11 @@
 use tantivy::tokenizer::{Language, Stemmer, TextAnalyzer, Token, TokenStream, Tokenizer};
 
 pub(crate) const TOKENIZER: &str = "convdex";
-/// Most optional terms one query keeps (a quarter as many identifiers and required terms, an
-/// eighth as many phrases); the rest of a very long query is ignored.
-pub const MAX_CLAUSES: usize = 128;
+/// Most clauses (phrases, identifiers, required and optional terms) one query may have: a
+/// query with more is a typed error ([`crate::Error::TooManyTerms`]), never cut in silence.
+/// Every term of an 8 KiB query of prose fits (a pasted page of an error message included);
+/// translations through the glossary take what is left.
+pub const MAX_CLAUSES: usize = 1024;
 
 /// A Chinese, Japanese (kana) or Korean character: one token each here, half a word for the
 /// decision scorer's length.
@@ -276,12 +278,13 @@ impl LexicalQuery {
                 q.optional.push(t.text.clone());
             }
         }
-        // A pasted page of text is still one bounded query.
-        q.phrases.truncate(MAX_CLAUSES / 8);
-        q.identifiers.truncate(MAX_CLAUSES / 4);
-        q.required.truncate(MAX_CLAUSES / 4);
-        q.optional.truncate(MAX_CLAUSES);
         q
+    }
+
+    /// How many clauses the query has: phrases, identifiers, required and optional terms (see
+    /// [`MAX_CLAUSES`]).
+    pub fn clauses(&self) -> usize {
+        self.phrases.len() + self.identifiers.len() + self.required.len() + self.optional.len()
     }
 
     /// Nothing to search for.

@@ -162,6 +162,12 @@ impl Query {
         if self.text.len() > MAX_QUERY_BYTES {
             return Err(Error::QueryTooLong { bytes: self.text.len(), max: MAX_QUERY_BYTES });
         }
+        if self.mode != Some(SearchMode::Semantic) {
+            let terms = crate::lexical::tokenize::LexicalQuery::parse(&self.text).clauses();
+            if terms > crate::lexical::tokenize::MAX_CLAUSES {
+                return Err(Error::TooManyTerms { terms, max: crate::lexical::tokenize::MAX_CLAUSES });
+            }
+        }
         validate_limit(self.limit)?;
         validate_ranking(&self.ranking)?;
         self.filter.validate()

@@ -25,7 +25,8 @@ pub(crate) fn lookup<'a>(
         }
         if let Some(v) = cache.get(key.0)? {
             let v = codec::vector_from_bytes(v.value())?;
-            if v.len() == dim {
+            // A row damaged on disk is a miss: the text is embedded again and the row replaced.
+            if v.len() == dim && crate::vector::is_sound(&v) {
                 found.insert(*key, v);
             }
         }

@@ -39,33 +39,71 @@ fn guarded<T>(f: impl FnOnce() -> Option<T>) -> Option<T> {
 const GOD_BYTE: u64 = 9;
 const RECOVERY_REQUIRED: u8 = 2;
 
-/// Everything still readable in the store at `path`.
+/// redb's magic number, the first bytes of every store.
+const MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+/// Offset of the page size in redb's header, and the page size convdex's stores use.
+const PAGE_SIZE_AT: u64 = 12;
+const PAGE_SIZE: u32 = 4096;
+/// The god byte's bit that says which of the two commit slots is the latest.
+const PRIMARY_BIT: u8 = 1;
+
+/// Everything still readable in the store at `path`: read as it is when it opens; otherwise
+/// from copies mended in the ways a damaged header allows (the magic number and page size
+/// restored, the allocator state rebuilt, and the previous commit's slot tried when the latest
+/// one is damaged), keeping whichever reads back the most documents.
 pub(crate) fn salvage(path: &Path) -> Salvage {
     if let Some(db) = guarded(|| redb::ReadOnlyDatabase::open(path).ok()) {
         return read_rows(&db);
     }
-    // The saved allocator state may be what is damaged: let redb recover on a copy.
     let copy = path.with_extension("redb.salvage");
-    let recovered = std::fs::copy(path, &copy).is_ok() && set_recovery_flag(&copy).is_ok();
-    let db = recovered.then(|| guarded(|| redb::Database::create(&copy).ok())).flatten();
-    let s = match db {
-        Some(db) => read_rows(&db),
-        None => Salvage { unreadable: [("whole file".to_string(), 1)].into(), ..Default::default() },
-    };
+    let mut best: Option<Salvage> = None;
+    for previous_commit in [false, true] {
+        let mended = std::fs::copy(path, &copy).is_ok() && mend_header(&copy, previous_commit).is_ok();
+        let db = mended.then(|| guarded(|| redb::Database::create(&copy).ok())).flatten();
+        if let Some(db) = db {
+            let s = read_rows(&db);
+            if best.as_ref().is_none_or(|b| s.docs.len() > b.docs.len()) {
+                best = Some(s);
+            }
+        }
+    }
     let _ = std::fs::remove_file(&copy);
-    s
+    best.unwrap_or_else(|| Salvage { unreadable: [("whole file".to_string(), 1)].into(), ..Default::default() })
 }
 
-fn set_recovery_flag(path: &Path) -> std::io::Result<()> {
+/// Mends the header of a copy: the magic number and page size convdex's stores always have,
+/// the recovery flag set (the next open rebuilds the allocator state by walking every table),
+/// and, with `previous_commit`, the other commit slot made the latest.
+fn mend_header(path: &Path, previous_commit: bool) -> std::io::Result<()> {
     use std::io::{Read, Seek, SeekFrom, Write};
     let mut f = std::fs::OpenOptions::new().read(true).write(true).open(path)?;
+    f.seek(SeekFrom::Start(0))?;
+    f.write_all(&MAGIC)?;
     let mut b = [0u8];
-    f.seek(SeekFrom::Start(GOD_BYTE))?;
     f.read_exact(&mut b)?;
+    let mut god = b[0] | RECOVERY_REQUIRED;
+    if previous_commit {
+        god ^= PRIMARY_BIT;
+    }
     f.seek(SeekFrom::Start(GOD_BYTE))?;
-    f.write_all(&[b[0] | RECOVERY_REQUIRED])?;
+    f.write_all(&[god])?;
+    f.seek(SeekFrom::Start(PAGE_SIZE_AT))?;
+    f.write_all(&PAGE_SIZE.to_le_bytes())?;
+    // The region layout of a store that has one region (under 4 GiB, every convdex store
+    // seen): no region header pages, redb's largest region, no full region, and the pages
+    // after the header page as the trailing region.
+    let len = f.metadata()?.len();
+    if len < REGION_PAGES * u64::from(PAGE_SIZE) {
+        let trailing = u32::try_from((len / u64::from(PAGE_SIZE)).saturating_sub(1)).unwrap_or(u32::MAX);
+        let layout = [0u32, REGION_PAGES as u32, 0, trailing];
+        let bytes: Vec<u8> = layout.iter().flat_map(|v| v.to_le_bytes()).collect();
+        f.write_all(&bytes)?;
+    }
     f.sync_all()
 }
+
+/// Pages in one of redb's regions.
+const REGION_PAGES: u64 = 1 << 20;
 
 fn read_rows(db: &impl ReadableDatabase) -> Salvage {
     let mut s = Salvage::default();

@@ -12,6 +12,7 @@ mod concurrent;
 mod corpus;
 mod corpus_search;
 mod crash;
+mod damage;
 mod decision_eval;
 mod decisions;
 mod durability;

@@ -141,20 +141,55 @@ fn check(line: Option<&[u8]>) -> Checked {
             return rpc_error(Value::Null, -32700, format!("Parse error: {e}; send one JSON-RPC message per line"));
         }
     };
+    let Some(obj) = v.as_object() else {
+        return rpc_error(Value::Null, -32600, "Invalid Request: a JSON-RPC message is a JSON object".into());
+    };
+    // JSON-RPC 2.0: an id is a string, a number or null, and an error answers with the
+    // request's id, or null when it could not be read.
+    let id = obj.get("id");
+    let answer_id = id.filter(|i| i.is_string() || i.is_number()).cloned().unwrap_or(Value::Null);
+    let is_request = obj.contains_key("method");
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return rpc_error(answer_id, -32600, "Invalid Request: `jsonrpc` must be \"2.0\"".into());
+    }
+    if id.is_some_and(|i| !(i.is_string() || i.is_number() || i.is_null())) {
+        return rpc_error(Value::Null, -32600, "Invalid Request: an id is a string, a number or null".into());
+    }
+    if is_request && id.is_some_and(Value::is_null) {
+        return rpc_error(
+            Value::Null,
+            -32600,
+            "Invalid Request: this server answers requests with a string or number id (a null id is discouraged by JSON-RPC 2.0)".into(),
+        );
+    }
+    if let Some(method) = obj.get("method") {
+        let Some(method) = method.as_str() else {
+            return rpc_error(answer_id, -32600, "Invalid Request: `method` must be a string".into());
+        };
+        let params = obj.get("params");
+        if params.is_some_and(|p| !(p.is_object() || p.is_array())) {
+            return rpc_error(answer_id, -32602, "Invalid params: `params` must be an object".into());
+        }
+        if method == "tools/call" {
+            let p = params.and_then(Value::as_object);
+            if !p.and_then(|p| p.get("name")).is_some_and(Value::is_string) {
+                return rpc_error(answer_id, -32602, "Invalid params: `tools/call` needs the tool's `name`".into());
+            }
+            if p.and_then(|p| p.get("arguments")).is_some_and(|a| !a.is_object()) {
+                return rpc_error(answer_id, -32602, "Invalid params: `arguments` must be an object".into());
+            }
+        }
+    }
     let why = match serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(v.clone()) {
         Ok(_) => return Checked::Forward,
         Err(e) => e.to_string(),
     };
-    let Some(obj) = v.as_object() else {
-        return rpc_error(Value::Null, -32600, "Invalid Request: a JSON-RPC message is a JSON object".into());
-    };
-    let id = obj.get("id").filter(|i| i.is_string() || i.is_number()).cloned();
-    match (id, obj.contains_key("method")) {
+    match (id, is_request) {
         // Notifications and the client's own responses get no answer: rmcp decides about them.
         (None, true) => Checked::Forward,
         (None, false) if obj.contains_key("result") || obj.contains_key("error") => Checked::Forward,
-        (Some(id), true) => rpc_error(id, -32602, format!("Invalid params: {why}")),
-        (id, _) => rpc_error(id.unwrap_or(Value::Null), -32600, format!("Invalid Request: {why}")),
+        (Some(_), true) => rpc_error(answer_id, -32602, format!("Invalid params: {why}")),
+        (_, _) => rpc_error(answer_id, -32600, format!("Invalid Request: {why}")),
     }
 }
 
@@ -183,6 +218,30 @@ mod tests {
         let ok = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
         assert_eq!(check(Some(ok)), Checked::Forward);
         assert_eq!(check(Some(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)), Checked::Forward);
+    }
+
+    /// JSON-RPC 2.0, section 5.1: the error carries the request's id, or null when it could not
+    /// be read; a wrong version or id is an invalid request, wrong params invalid params.
+    #[test]
+    fn errors_follow_the_json_rpc_specification() {
+        let null = serde_json::Value::Null;
+        let id_null = br#"{"jsonrpc":"2.0","id":null,"method":"tools/list","params":{}}"#;
+        assert_eq!(code(&check(Some(id_null))), (null.clone(), -32600));
+        let id_object = br#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}"#;
+        assert_eq!(code(&check(Some(id_object))), (null.clone(), -32600));
+        let version = br#"{"jsonrpc":"1.0","id":3,"method":"tools/list"}"#;
+        assert_eq!(code(&check(Some(version))), (serde_json::json!(3), -32600));
+        let no_version = br#"{"id":"q","method":"tools/list"}"#;
+        assert_eq!(code(&check(Some(no_version))), (serde_json::json!("q"), -32600));
+        let arguments = br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"search","arguments":"{\"query\":\"x\"}"}}"#;
+        assert_eq!(code(&check(Some(arguments))), (serde_json::json!(9), -32602));
+        let method = br#"{"jsonrpc":"2.0","id":4,"method":5}"#;
+        assert_eq!(code(&check(Some(method))), (serde_json::json!(4), -32600));
+        let unnamed = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"arguments":{}}}"#;
+        assert_eq!(code(&check(Some(unnamed))), (serde_json::json!(5), -32602));
+        // Every error is a whole JSON-RPC response: version, id (possibly null) and error.
+        let Checked::Reply(v) = check(Some(id_null)) else { panic!("no reply") };
+        assert!(v.as_object().unwrap().contains_key("id") && v["jsonrpc"] == "2.0", "{v}");
     }
 
     #[test]
