@@ -6,9 +6,18 @@
 //! 2. `convdex index` as a child process: wall time and peak RSS (the kernel's `ru_maxrss`) at
 //!    1×, 4× and 8× the corpus (copies with new session ids, in the same projects), per model.
 //!
+//! 3. `scale`: a heavy history, 1×, 10× and 30× the corpus, the copies made by
+//!    [`copy_with_new_ids`] (new session and message ids) with their times moved back by
+//!    `k × 365 / N` days (copy `k` of `N`), so the history spreads over a year and the original
+//!    is the newest: time until searchable by words, until the most recent 1,000 documents are
+//!    embedded (the pass embeds newest first), until every vector is in (measured, or, when the
+//!    run is stopped after `CONVDEX_BENCH_SCALE_MINUTES` of embedding, extrapolated from the rate
+//!    of its last half and marked so), the run against the model's own time for the same
+//!    texts, peak RSS, disk per message, and cold CLI searches (p50) at the end.
+//!
 //! Run: `cargo bench --bench ingest` (needs `../shared/data/transcripts` and `make models`).
-//! `CONVDEX_BENCH_PARTS=phases,memory` picks parts; `CONVDEX_BENCH_MEMORY=potion-base-8m:1,4,8;multilingual-e5-small:1`
-//! picks the memory runs (model: copies).
+//! `CONVDEX_BENCH_PARTS=phases,memory,scale` picks parts; `CONVDEX_BENCH_MEMORY=potion-base-8m:1,4,8;multilingual-e5-small:1`
+//! picks the memory runs (model: copies); `CONVDEX_BENCH_SCALES=1,10,30` the scale runs.
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -100,6 +109,143 @@ fn copy_with_new_ids(root: &Path, dest: &Path, copy: u32) {
         let out = dest.join(rel);
         std::fs::create_dir_all(out.parent().unwrap()).unwrap();
         std::fs::write(out, bytes).unwrap();
+    }
+}
+
+/// Moves every `"timestamp": "<RFC 3339>"` of the files under `dir` back by `days`.
+fn shift_times(dir: &Path, days: i64) {
+    let re = regex::Regex::new(r#""timestamp"\s*:\s*"([0-9]{4}-[0-9]{2}-[0-9]{2}T[^"]+)""#).unwrap();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&p) else { continue };
+            let moved =
+                re.replace_all(&text, |c: &regex::Captures<'_>| match chrono::DateTime::parse_from_rfc3339(&c[1]) {
+                    Ok(t) => format!(
+                        "\"timestamp\":\"{}\"",
+                        (t - chrono::Duration::days(days))
+                            .to_utc()
+                            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+                    ),
+                    Err(_) => c[0].to_string(),
+                });
+            std::fs::write(&p, moved.as_bytes()).unwrap();
+        }
+    }
+}
+
+/// Peak resident memory of this process so far, in MB (`VmHWM`).
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_string))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<f64>().ok()))
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// Size of everything under `dir`, in bytes.
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| {
+            let p = e.path();
+            if p.is_dir() { dir_bytes(&p) } else { std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0) }
+        })
+        .sum()
+}
+
+/// One scale run (see the module documentation): 1× is the corpus itself.
+fn scale(base: &Path, roots: &[PathBuf]) {
+    let sizes: Vec<u32> = std::env::var("CONVDEX_BENCH_SCALES")
+        .unwrap_or_else(|_| "1,10,30".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let minutes: f64 = std::env::var("CONVDEX_BENCH_SCALE_MINUTES").ok().and_then(|m| m.parse().ok()).unwrap_or(20.0);
+    println!(
+        "| corpus | sessions | messages | searchable by words | newest 1,000 by meaning | every vector | run / model alone | peak RSS MB | disk KB/message | cold search p50 lexical / hybrid |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for n in sizes {
+        let copies = tempfile::tempdir().unwrap();
+        let mut all = roots.to_vec();
+        for k in 1..n {
+            for r in roots {
+                let dest = copies.path().join(k.to_string()).join(r.strip_prefix(base).unwrap());
+                copy_with_new_ids(r, &dest, k);
+                shift_times(&dest, i64::from(k) * 365 / i64::from(n));
+                all.push(dest);
+            }
+        }
+        let inner = FastEmbedder::new().expect("run `make models`");
+        let timed = Arc::new(Timed { inner, nanos: AtomicU64::new(0) });
+        let data = tempfile::tempdir().unwrap();
+        let index = Index::open(data.path(), Options::default().embedder(timed.clone())).unwrap();
+        let opts = IndexOptions { tenant: Some("bench".into()), defer_vectors: true, ..Default::default() };
+        let t = Instant::now();
+        let report = convdex::index_paths(&index, &all, &opts).unwrap();
+        let words = t.elapsed().as_secs_f64();
+        let total = index.pending_vectors(None).unwrap().found;
+        let (mut newest, mut last) = (None, (0.0_f64, 0_usize));
+        let mut samples: Vec<(f64, usize)> = Vec::new();
+        let embedding = Instant::now();
+        index
+            .embed_pending(None, &mut |p| {
+                let at = t.elapsed().as_secs_f64();
+                if newest.is_none() && p.pass_done >= 1000.min(total) {
+                    newest = Some(at);
+                }
+                last = (at, p.pass_done);
+                samples.push((at, p.pass_done));
+                if embedding.elapsed().as_secs_f64() > minutes * 60.0 {
+                    std::ops::ControlFlow::Break(())
+                } else {
+                    std::ops::ControlFlow::Continue(())
+                }
+            })
+            .unwrap();
+        let left = index.pending_vectors(None).unwrap().found;
+        let every = if left == 0 {
+            format!("{:.0} s", t.elapsed().as_secs_f64())
+        } else {
+            // The rate of the last half of what was embedded, carried to the end.
+            let half = samples.get(samples.len() / 2).copied().unwrap_or((words, 0));
+            let rate = (last.1 - half.1) as f64 / (last.0 - half.0).max(1e-9);
+            format!(
+                "~{:.0} s (extrapolated: {left} of {total} documents left after {minutes:.0} min)",
+                last.0 + left as f64 / rate
+            )
+        };
+        let model = timed.nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        let run = t.elapsed().as_secs_f64() - words;
+        let rss = peak_rss_mb();
+        drop(index);
+        let disk = dir_bytes(data.path()) as f64 / 1024.0 / report.messages.max(1) as f64;
+        let mut lex = Vec::new();
+        let mut hyb = Vec::new();
+        for _ in 0..7 {
+            let r =
+                common::convdex(data.path(), &["search", "--mode", "lexical", "--json", "database migration error"]);
+            lex.push(r.wall);
+            let r = common::convdex(data.path(), &["search", "--json", "which database did we choose and why"]);
+            hyb.push(r.wall);
+        }
+        println!(
+            "| {n}× | {} | {} | {words:.1} s | {} | {every} | {:.3}× (embedding {run:.0} s, model {model:.0} s) | {rss:.0} | {disk:.1} | {:.0} / {:.0} ms |",
+            report.sessions_new,
+            report.messages,
+            newest.map_or("—".into(), |s| format!("{s:.0} s")),
+            run / model.max(1e-9),
+            common::pct_ms(lex, 50.0),
+            common::pct_ms(hyb, 50.0)
+        );
     }
 }
 
@@ -215,5 +361,9 @@ fn main() {
     }
     if parts.contains("memory") {
         memory(&base, &roots);
+        println!();
+    }
+    if parts.contains("scale") {
+        scale(&base, &roots);
     }
 }

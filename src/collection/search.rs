@@ -241,15 +241,15 @@ pub(crate) struct Snapshot {
     docs: redb::ReadOnlyTable<u64, &'static [u8]>,
 }
 
+/// What [`shown`] returns: the hits with their documents, and the pools whose documents could
+/// not be read, with why.
+pub(crate) type Shown = (Vec<(fuse::Ranked, crate::Document)>, Vec<(usize, String)>);
+
 /// The first `limit` ranked candidates with their documents, read from the snapshot of the
 /// pool each came from (`snapshots[r.pool]`), and the pools whose documents could not be read
 /// (a document its ranking row names that is missing or does not decode: the store is damaged),
 /// each with why. A candidate whose document cannot be read is passed over, and said to be.
-pub(crate) fn shown(
-    ranked: Vec<fuse::Ranked>,
-    limit: usize,
-    snapshots: &[Snapshot],
-) -> Result<(Vec<(fuse::Ranked, crate::Document)>, Vec<(usize, String)>)> {
+pub(crate) fn shown(ranked: Vec<fuse::Ranked>, limit: usize, snapshots: &[Snapshot]) -> Result<Shown> {
     let mut out = Vec::with_capacity(limit.min(ranked.len()));
     let mut damaged: Vec<(usize, String)> = Vec::new();
     for r in ranked {
