@@ -333,7 +333,7 @@ impl Document {
     /// `(8 May 2023) Caroline said, `, or with the answered turn
     /// `(8 May 2023) Caroline, answering Melanie's "…", said, `. Measured on LoCoMo, where
     /// questions name people and dates and answers lean on the question they answer (see
-    /// README). Claude Code messages are embedded as they are.
+    /// docs/ranking.md, «LoCoMo»). Claude Code messages are embedded as they are.
     pub fn embed_header(&self) -> Option<String> {
         let DocBody::Message(m) = &self.body else { return None };
         let date = self.timestamp.format("%-d %B %Y");

@@ -114,6 +114,7 @@ pub use index::compact::CompactReport;
 pub use index::ledger::{FollowUp, LedgerEntry, Replacement};
 pub use index::recall::{DEFAULT_RECALL_RELEVANCE, RecallOptions, count_tokens};
 pub use index::repair::{RepairReport, SET_ASIDE, SetAside};
+pub use index::resume::{Resume, resume_command, shell_quote};
 pub use index::sessions::{SESSION_HITS, SESSION_POOL, SessionFound, group_sessions, pool_query};
 pub use index::warm::{Answered, WARM_ANSWER_WAIT, WarmExit, WarmOptions};
 pub use index::{CollectionInfo, GLOSSARY_FILE, Index, Opened, Options, Skipped, collection_name, validate_name};

@@ -16,6 +16,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Import(a) => cli::import::run(&ctx, a),
         Command::Search(a) => cli::search::run(&ctx, a),
         Command::Decisions(a) => cli::decisions::run(&ctx, a),
+        Command::Resume(a) => cli::resume::run(&ctx, a),
+        Command::Ui(a) => cli::ui::run(&ctx, a),
         Command::Blame(a) => cli::blame::run(&ctx, a),
         Command::Handoff(a) => cli::handoff::run(&ctx, a),
         Command::Forget(a) => cli::forget::run(&ctx, a),

@@ -18,10 +18,12 @@ use super::install::InstallArgs;
 use super::migrate::MigrateArgs;
 use super::models::ModelsAction;
 use super::remember::RememberArgs;
+use super::resume::ResumeArgs;
 use super::runs::RunsArgs;
 use super::search::SearchArgs;
 use super::session::SessionArgs;
 use super::stats::StatsArgs;
+use super::ui::UiArgs;
 use super::warm::WarmArgs;
 
 /// An embedded semantic index of coding-agent conversations.
@@ -58,6 +60,12 @@ pub enum Command {
     Search(SearchArgs),
     /// Decisions, newest first (active only unless --all).
     Decisions(DecisionsArgs),
+    /// The command that reopens a past session in its own agent and directory
+    /// (`claude --resume …`, `codex resume …`); `--run` runs it.
+    Resume(ResumeArgs),
+    /// A local web app to search and read your history: sessions, decisions, files, projects
+    /// (loopback only, behind a token printed with its address).
+    Ui(UiArgs),
     /// Why is this file the way it is: sessions that discussed or changed it, newest first,
     /// with their decisions and commits.
     Blame(BlameArgs),

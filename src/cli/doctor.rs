@@ -182,6 +182,12 @@ fn behind(ctx: &Ctx, index: &convdex::Index, history: Option<PathBuf>) -> serde_
     let report = ctx
         .index_options(IndexOptions { dry_run: true, ..Default::default() })
         .and_then(|o| Ok(convdex::index_paths(index, &paths, &o)?));
+    // Files that look like sessions and gave nothing: said every time, never passed over.
+    if let Ok(r) = &report {
+        for f in r.files.iter().filter(|f| f.outcome == convdex::FileOutcome::Empty) {
+            problem(format!("no message in {}: {}", f.path.display(), f.reason.as_deref().unwrap_or("")));
+        }
+    }
     match report {
         Ok(r) if r.would_index.is_empty() => serde_json::json!({
             "state": "ok",
@@ -257,7 +263,7 @@ fn notes(c: &convdex::Collection) -> String {
 }
 
 /// Each hook: installed in Claude Code's settings or not, and how its last run went.
-fn hooks(ctx: &Ctx) -> serde_json::Value {
+pub(crate) fn hooks(ctx: &Ctx) -> serde_json::Value {
     let settings = super::install::claude_files().ok().and_then(|(s, _)| super::install::read_json(&s).ok());
     let installed = settings.map(|(_, v)| convdex::setup::installed_hooks(&v)).unwrap_or_default();
     let mut out = Vec::new();

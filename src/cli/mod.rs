@@ -18,10 +18,12 @@ pub mod migrate;
 pub mod models;
 pub mod remember;
 pub mod render;
+pub mod resume;
 pub mod runs;
 pub mod search;
 pub mod session;
 pub mod stats;
+pub mod ui;
 pub mod warm;
 
 use std::path::{Path, PathBuf};

@@ -63,8 +63,8 @@ pub(crate) fn query_vectors(
 const LANGUAGE_SAMPLE: u64 = 2_000;
 
 /// Share of the sampled messages that must be written in a language for the collection to
-/// count as written in it: 0.2, chosen on the development sets over 0.05 (README, «An English
-/// question's second vector, adopted»).
+/// count as written in it: 0.2, chosen on the development sets over 0.05 (docs/ranking.md, «An
+/// English question's second vector, adopted»).
 const LANGUAGE_SHARE: f64 = 0.2;
 
 impl Collection {

@@ -50,7 +50,7 @@ pub struct CollectionOptions {
     /// graph's links. Default: 131,072 (measured with a search's pool of 100 documents on
     /// 2 cores: the exact scan took 0.4 of the walk's time at 5,000 documents, 0.74 at 50,000
     /// and 0.95 at 100,000, where the walk also holds the links and a second copy of every
-    /// vector in memory; see README «Benchmarks»).
+    /// vector in memory; see docs/benchmarks.md).
     pub exact_threshold: usize,
     /// Share of the collection below which a filtered search scans its candidates exactly;
     /// above it the graph is walked without the filter, over-fetching, and the results are

@@ -252,3 +252,24 @@ pub(crate) fn dir_size(dir: &Path) -> u64 {
     }
     total
 }
+
+impl Collection {
+    /// Adds `tag` to every document of a session (written again with their vectors from the
+    /// embedding cache: the texts are unchanged). Returns how many documents were tagged.
+    pub fn tag_session(&self, session_id: &str, tag: &str) -> Result<usize> {
+        let tag = tag.trim();
+        if tag.is_empty() || tag.chars().any(char::is_control) {
+            return Err(Error::InvalidArgument("a tag is a short word or phrase without control characters".into()));
+        }
+        let mut docs = self.session_documents(session_id)?;
+        if docs.is_empty() {
+            return Err(Error::NoSuchSession { prefix: session_id.to_string() });
+        }
+        docs.retain(|d| !d.tags.iter().any(|t| t == tag));
+        for d in &mut docs {
+            d.tags.push(tag.to_string());
+        }
+        self.add(&docs)?;
+        Ok(docs.len())
+    }
+}

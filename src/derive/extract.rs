@@ -396,7 +396,7 @@ const SHORT_MESSAGE: usize = 280;
 /// What a message decides, once the message model has said it decides something (with
 /// probability `confidence`): the sentences the sentence scorer keeps; else the options the
 /// user picked in answer to the assistant's question; else what a reply approves or picks
-/// ([`replies`]); else, for a short reply, the proposal it answers; else the message's most
+/// (the reply rules); else, for a short reply, the proposal it answers; else the message's most
 /// decision-like sentence, or the message itself when it is short.
 pub fn decide(
     turn: Turn<'_>,

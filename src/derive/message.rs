@@ -75,14 +75,15 @@ const SHARED: [&str; 7] = [
     "short_reply_to_question",
 ];
 
-/// How many features a message has: [`SHARED`], then [`PER_ROLE`] for a user's message, then
-/// for an assistant's.
+/// How many features a message has: the shared ones, then the per-role ones for a user's
+/// message, then for an assistant's (names in [`message_feature_names`]).
 pub const MESSAGE_FEATURE_COUNT: usize = SHARED.len() + 2 * PER_ROLE.len();
 
 /// One message's features, in the order of [`message_feature_names`].
 pub type MessageFeatures = [f32; MESSAGE_FEATURE_COUNT];
 
-/// The features' names: [`SHARED`], then `user:` and `assistant:` copies of [`PER_ROLE`].
+/// The features' names: the shared ones, then `user:` and `assistant:` copies of the per-role
+/// ones.
 pub fn message_feature_names() -> Vec<String> {
     SHARED
         .iter()
@@ -101,7 +102,7 @@ pub struct SentenceView {
     pub score: f32,
     /// The sentence scorer kept one of its sentences.
     pub kept: bool,
-    /// A reply rule made a decision of it ([`super::replies`]).
+    /// A reply rule made a decision of it.
     pub reply: bool,
 }
 
@@ -328,7 +329,7 @@ impl MessageScorer {
 }
 
 impl Default for MessageScorer {
-    /// The weights fitted on the development parts ([`WEIGHTS`], [`THRESHOLD`]).
+    /// The weights and threshold fitted on the development parts.
     fn default() -> Self {
         MessageScorer { weights: WEIGHTS, threshold: THRESHOLD }
     }

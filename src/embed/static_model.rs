@@ -1,7 +1,7 @@
 //! A static embedder (model2vec: potion-base-8M): one learned vector per token, a text's
 //! vector is the mean of its tokens' vectors, normalised. No neural network runs, so it embeds
 //! about two orders of magnitude faster than a transformer, for very large histories; it is
-//! English only and weaker on meaning (README, «Models»).
+//! English only and weaker on meaning (docs/ranking.md, «Models»).
 
 use std::path::Path;
 

@@ -12,6 +12,7 @@ pub(crate) mod ledger;
 mod migrate;
 pub(crate) mod recall;
 pub(crate) mod repair;
+pub(crate) mod resume;
 pub(crate) mod serve;
 pub(crate) mod sessions;
 pub(crate) mod warm;

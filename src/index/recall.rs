@@ -35,7 +35,7 @@ pub struct RecallOptions {
     /// When this project recalls fewer than [`RecallOptions::limit`] hits, decisions of the
     /// data dir's other projects fill the rest, at the same threshold, each marked with its
     /// project. Only decisions cross projects (a message of another project is rarely about
-    /// this one). Default: false: replayed on the 474 real prompts of the shared corpus (README,
+    /// this one). Default: false: replayed on the 474 real prompts of the shared corpus (docs/usage.md,
     /// «Replayed as history happened»), no decision of another project was ever judged relevant
     /// to a prompt, and looking costs opening every project's lexical index (about 40 ms).
     pub other_projects: bool,
@@ -52,8 +52,8 @@ pub struct RecallOptions {
 }
 
 /// The default of [`RecallOptions::min_relevance`]: the relevance above which the held-out
-/// ranking sets found the calibration about right (README, "How results are ranked"). Replayed
-/// on real prompts (README, "Replayed as history happened"), relevant and irrelevant hits
+/// ranking sets found the calibration about right (docs/ranking.md, "How results are ranked"). Replayed
+/// on real prompts (docs/usage.md, "Replayed as history happened"), relevant and irrelevant hits
 /// scored alike above it, so a higher bar would not separate them.
 pub const DEFAULT_RECALL_RELEVANCE: u8 = 30;
 

@@ -233,3 +233,15 @@ impl Server {
         }
     }
 }
+
+impl Index {
+    /// The process writing to this data directory and answering its searches meanwhile (an
+    /// indexing run), if one is.
+    pub fn writer_pid(&self) -> Option<u32> {
+        if !warm::writer_serves(self.root()) {
+            return None;
+        }
+        let text = std::fs::read_to_string(self.root().join(warm::WRITER_CLAIM)).ok()?;
+        text.split_whitespace().nth(1)?.parse().ok()
+    }
+}

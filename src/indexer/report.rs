@@ -47,7 +47,7 @@ pub struct IndexReport {
     /// Paths given in which no session was found (a folder that holds no history, or none
     /// within [`crate::ingest::layout::walk::MAX_DEPTH`] levels).
     pub empty_paths: Vec<PathBuf>,
-    /// A dry run ([`IndexOptions::dry_run`]): the first file of every session it would index.
+    /// A dry run ([`crate::IndexOptions::dry_run`]): the first file of every session it would index.
     pub would_index: Vec<PathBuf>,
     /// Every transcript file the run saw and what became of it: indexed, unchanged, skipped
     /// with the reason, or a warning ([`FileOutcome::Empty`]: it looks like a session and
@@ -57,7 +57,7 @@ pub struct IndexReport {
     #[serde(skip)]
     pub elapsed: Duration,
     /// Seconds from the start until every document and word was stored (searchable by words,
-    /// filters, decisions), when the vectors were computed after ([`IndexOptions::defer_vectors`]
+    /// filters, decisions), when the vectors were computed after ([`crate::IndexOptions::defer_vectors`]
     /// and [`crate::Index::embed_pending`]). `None` when they were computed inline.
     pub words_seconds: Option<f64>,
     /// Wall time in seconds (as [`IndexReport::elapsed`]).

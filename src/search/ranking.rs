@@ -29,7 +29,7 @@ pub enum Fusion {
 }
 
 impl Default for Fusion {
-    /// Chosen on the development halves of three sets (README, «How results are ranked»).
+    /// Chosen on the development halves of three sets (docs/ranking.md, «How results are ranked»).
     fn default() -> Self {
         Fusion::Calibrated { lexical_weight: DEFAULT_LEXICAL_WEIGHT }
     }
@@ -58,7 +58,7 @@ impl Context {
 }
 
 impl Default for Context {
-    /// Chosen on the development halves of three sets (README, «How results are ranked»).
+    /// Chosen on the development halves of three sets (docs/ranking.md, «How results are ranked»).
     fn default() -> Self {
         Context { session: 0.7, neighbours: 0.4 }
     }
@@ -161,16 +161,16 @@ impl Default for Ranking {
 
 /// The default [`Ranking::leaders`]: off. On, it found more on the development sets and on a
 /// ninth multilingual set written before it was judged, one fewer on a tenth, as many on an
-/// eleventh, and a list is then no longer in the order of its scores and relevance (README, «The
-/// best hit of each signal kept near the top»).
+/// eleventh, and a list is then no longer in the order of its scores and relevance
+/// (docs/ranking.md, «The best hit of each signal kept near the top»).
 pub const DEFAULT_LEADERS: bool = false;
 
 fn default_leaders() -> bool {
     DEFAULT_LEADERS
 }
 
-/// The default [`Ranking::translation`], chosen on the development halves (README, «How
-/// results are ranked»).
+/// The default [`Ranking::translation`], chosen on the development halves (docs/ranking.md,
+/// «Words across languages»).
 pub const DEFAULT_TRANSLATION: f32 = 0.75;
 
 fn default_translation() -> f32 {
@@ -178,8 +178,8 @@ fn default_translation() -> f32 {
 }
 
 /// The default [`Ranking::gloss`]: 1, chosen for multilingual-e5-small on the development sets
-/// and judged on a sixth multilingual set written before it (README, «The question's glosses on
-/// the meaning side»). The English models keep 0 ([`Ranking::for_model`]).
+/// and judged on a sixth multilingual set written before it (docs/ranking.md, «The question's
+/// glosses on the meaning side»). The English models keep 0 ([`Ranking::for_model`]).
 pub const DEFAULT_GLOSS: f32 = 1.0;
 
 fn default_gloss() -> f32 {

@@ -1,8 +1,8 @@
 //! What was measured for each embedding model: the ranking chosen for it
 //! ([`Ranking::for_model`]) and the curves its scores read as relevance by ([`Curves`],
 //! [`relevance`]). Both were chosen on the development halves of the evaluation sets
-//! (`examples/ranking.rs`; README, «How results are ranked»); a model this build does not know
-//! is read as e5, the default. Adding a model means measuring both here.
+//! (`examples/ranking.rs`; docs/ranking.md, «How results are ranked»); a model this build does
+//! not know is read as e5, the default. Adding a model means measuring both here.
 
 use crate::search::mode::SearchMode;
 use crate::search::ranking::{Context, Fusion, Ranking, Signals};
@@ -10,8 +10,8 @@ use crate::search::ranking::{Context, Fusion, Ranking, Signals};
 impl Ranking {
     /// The ranking chosen for the model whose vectors are searched (its manifest name or its
     /// model id, as [`crate::Embedder::model_id`] gives it): the lexical weight and context
-    /// were chosen for each model on the development halves of the three sets (README, «How
-    /// results are ranked»). `multilingual-e5-small` and any model this build does not know
+    /// were chosen for each model on the development halves of the three sets (docs/ranking.md,
+    /// «How results are ranked»). `multilingual-e5-small` and any model this build does not know
     /// get [`Ranking::default`]; `all-minilm-l6-v2` weighs words by 8 (its meaning signal is
     /// weaker than e5's), `potion-base-8m` by 8 with the lighter context 0.3 / 0.2, and neither
     /// glosses the query (`gloss` 0; e5 glosses at [`crate::DEFAULT_GLOSS`]). Recency and
@@ -60,8 +60,8 @@ impl Curves {
     /// does not know.
     pub(crate) fn for_model(model: &str) -> Curves {
         // Fitted by `cargo run --release --example ranking -- [--model M] --fit` on the pooled
-        // hits of the development halves, each with the model's own ranking (README, «How
-        // results are ranked»); refit when a model, its ranking or what is embedded changes.
+        // hits of the development halves, each with the model's own ranking (docs/ranking.md,
+        // «How results are ranked»); refit when a model, its ranking or what is embedded changes.
         match Tuned::of(model) {
             // 2026-11-26, multilingual-e5-small q4, λ 3, context 0.7 / 0.4, LoCoMo turns
             // imported with the turn they answer.
@@ -80,11 +80,11 @@ const RELEVANCE_LEXICAL: (f32, f32) = (1.575, -1.978);
 /// The readable relevance of a hit, 0–100: `100 / (1 + e^−(a·s + b))`, with `a` and `b` fitted
 /// per model and mode on the development halves of the evaluation sets, so that among hits
 /// shown with relevance around `r`, roughly `r`% were an answer to the question on the
-/// held-out halves (README, «How results are ranked»). `s` is what the curve was fitted on: the
-/// semantic z or the lexical share, and for hybrid search `z + λ · share + context` with the λ
-/// of the model's curve, whatever fusion ordered the hits (blend and RRF scores are relative to
-/// their pool; another lexical weight would read differently). Recency reorders hits without
-/// changing their relevance.
+/// held-out halves (docs/ranking.md, «How results are ranked»). `s` is what the curve was
+/// fitted on: the semantic z or the lexical share, and for hybrid search
+/// `z + λ · share + context` with the λ of the model's curve, whatever fusion ordered the hits
+/// (blend and RRF scores are relative to their pool; another lexical weight would read
+/// differently). Recency reorders hits without changing their relevance.
 pub(crate) fn relevance(mode: SearchMode, curves: &Curves, signals: &Signals) -> u8 {
     let z = signals.semantic_z.unwrap_or(0.0);
     let share = signals.lexical_share.unwrap_or(0.0);

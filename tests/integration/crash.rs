@@ -4,7 +4,7 @@
 //! duplicates, no extra collection) and no byte of a forgotten session may stay on disk.
 //!
 //! `CONVDEX_CRASH_SEED` and `CONVDEX_CRASH_KILLS` (default 10 kills per test) choose the run;
-//! README's durability section records a longer one.
+//! docs/robustness.md («What a crash, a damaged file or bad input can do») records a longer one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

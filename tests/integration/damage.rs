@@ -7,7 +7,7 @@
 //! 3 (or 1 when nothing else is left to answer from), never 0 with changed results; `doctor`
 //! finds it; `doctor --repair` rebuilds it; `index` then has every message of the reference
 //! back, and the forgotten session never returns. A table of what each case did is printed
-//! (README «Damage»).
+//! (docs/robustness.md, «The damage test»).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

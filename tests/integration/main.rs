@@ -34,4 +34,5 @@ mod robustness;
 mod runs;
 mod snapshots_extract;
 mod tokenizer_parity;
+mod ui;
 mod warm;
