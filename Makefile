@@ -5,7 +5,7 @@
 CARGO ?= cargo
 PYTHON ?= python3
 
-.PHONY: models demo test check bench
+.PHONY: models postgres demo test check bench
 
 models:
 	$(PYTHON) models/provision.py --all
@@ -13,7 +13,11 @@ models:
 demo: models
 	$(CARGO) run --release --example demo
 
-test: models
+# The team store's test starts a real PostgreSQL with pgvector from PyPI's pgserver.
+postgres:
+	$(PYTHON) -c "import pgserver" 2>/dev/null || $(PYTHON) -m pip install -q pgserver==0.1.4
+
+test: models postgres
 	@if command -v cargo-nextest >/dev/null 2>&1; then \
 		$(CARGO) nextest run --no-fail-fast; \
 	else \

@@ -193,6 +193,16 @@ pub enum Error {
         /// What that process found, with its fix.
         reason: String,
     },
+    /// The team store (PostgreSQL with pgvector) refused or failed.
+    #[error("team store {store}: {reason}; {fix}")]
+    Team {
+        /// The store's URL, without its password.
+        store: String,
+        /// What the database said.
+        reason: String,
+        /// How to fix it.
+        fix: String,
+    },
     /// Nothing has been indexed in this data directory yet.
     #[error(
         "nothing is indexed in {root} yet; run `convdex index` (or the MCP `index` tool) first, or pass \

@@ -85,6 +85,7 @@ pub mod models;
 mod search;
 pub mod setup;
 mod store;
+pub mod team;
 #[cfg(any(test, feature = "testing"))]
 pub mod testutil;
 pub mod text;

@@ -18,6 +18,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Decisions(a) => cli::decisions::run(&ctx, a),
         Command::Resume(a) => cli::resume::run(&ctx, a),
         Command::Ui(a) => cli::ui::run(&ctx, a),
+        Command::Push(a) => cli::team::push(&ctx, a),
+        Command::Team(a) => cli::team::team(&ctx, a),
         Command::Blame(a) => cli::blame::run(&ctx, a),
         Command::Handoff(a) => cli::handoff::run(&ctx, a),
         Command::Forget(a) => cli::forget::run(&ctx, a),

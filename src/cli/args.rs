@@ -63,6 +63,13 @@ pub enum Command {
     /// The command that reopens a past session in its own agent and directory
     /// (`claude --resume …`, `codex resume …`); `--run` runs it.
     Resume(ResumeArgs),
+    /// Send this machine's documents (scrubbed, with their vectors, tags, files, commits and
+    /// decisions; never a raw transcript) to the team store (PostgreSQL with pgvector):
+    /// idempotent, incremental, resumable.
+    Push(super::team::PushArgs),
+    /// The team store: grant and revoke members, list what it holds, forget a session for
+    /// everyone.
+    Team(super::team::TeamArgs),
     /// A local web app to search and read your history: sessions, decisions, files, projects
     /// (loopback only, behind a token printed with its address).
     Ui(UiArgs),

@@ -30,6 +30,10 @@ pub struct ForgetArgs {
     /// open of the collection).
     #[arg(long)]
     pub no_compact: bool,
+    /// Forget in the team store too, for everyone (a tombstone stops every machine from pushing
+    /// the session again): `--team postgres://…`, or `--team` alone for `$CONVDEX_TEAM_URL`.
+    #[arg(long, num_args = 0..=1, default_missing_value = "")]
+    pub team: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -49,6 +53,20 @@ pub fn run(ctx: &Ctx, a: ForgetArgs) -> anyhow::Result<()> {
     let index = ctx.index()?;
     let before = a.before.as_deref().map(|s| parse_time(s, false)).transpose()?;
     let (gone, touched) = forget(&index, &a, before)?;
+    let mut team_deleted = 0usize;
+    if let (Some(team), false) = (&a.team, a.dry_run) {
+        let store = convdex::team::TeamStore::connect(&super::team::url(Some(team))?)?;
+        for g in &gone {
+            for info in touched.iter().filter(|i| i.project == g.project) {
+                team_deleted += store.forget(&info.tenant, &info.project, &g.session)?;
+            }
+        }
+        eprintln!(
+            "forgot {} sessions in the team store {} for everyone: {team_deleted} documents deleted, tombstones left",
+            gone.len(),
+            store.shown()
+        );
+    }
     let mut compacted = Vec::new();
     if !a.dry_run && !a.no_compact {
         for info in &touched {
@@ -56,7 +74,9 @@ pub fn run(ctx: &Ctx, a: ForgetArgs) -> anyhow::Result<()> {
         }
     }
     if a.json {
-        return print_json(&serde_json::json!({"dry_run": a.dry_run, "sessions": gone, "compacted": compacted}));
+        return print_json(
+            &serde_json::json!({"dry_run": a.dry_run, "sessions": gone, "compacted": compacted, "team_deleted": team_deleted}),
+        );
     }
     let verb = if a.dry_run { "would forget" } else { "forgot" };
     for g in &gone {

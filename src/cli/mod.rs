@@ -23,6 +23,7 @@ pub mod runs;
 pub mod search;
 pub mod session;
 pub mod stats;
+pub mod team;
 pub mod ui;
 pub mod warm;
 

@@ -70,6 +70,10 @@ pub struct SearchArgs {
     /// sessions.
     #[arg(long)]
     pub sessions: bool,
+    /// Ask the team store instead (PostgreSQL with pgvector): `--team postgres://…`, or
+    /// `--team` alone for `$CONVDEX_TEAM_URL`.
+    #[arg(long, num_args = 0..=1, default_missing_value = "")]
+    pub team: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -109,6 +113,9 @@ impl SearchArgs {
 
 /// Runs `convdex search`.
 pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
+    if let Some(team) = &a.team {
+        return super::team::search(ctx, &a, Some(team));
+    }
     // This process answers one search and exits: it scans every collection's vectors exactly
     // instead of reading graph links it would walk once (measured at 20 projects of 50,000
     // documents: reading the links took seconds a collection, the scan milliseconds).

@@ -125,6 +125,32 @@ impl Collection {
         Ok(n)
     }
 
+    /// Every document with its stored vectors (one per chunk, in chunk order; none while its
+    /// vectors wait to be embedded, and none that fails the soundness check), in storage order.
+    /// What a team store is sent (`convdex push`).
+    pub fn documents_with_vectors(&self) -> Result<Vec<(Document, Vec<Vec<f32>>)>> {
+        let tx = self.db.begin_read()?;
+        let docs = tx.open_table(DOCS)?;
+        let vectors = tx.open_table(VECTORS)?;
+        let mut out = Vec::with_capacity(docs.len()? as usize);
+        for e in docs.iter()? {
+            let (id, bytes) = e?;
+            let id = id.value();
+            let doc = crate::store::codec::decode_document(bytes.value())?;
+            let from = crate::ids::VectorId::new(id, 0).raw();
+            let to = crate::ids::VectorId::new(id, crate::ids::VectorId::MAX_CHUNKS - 1).raw();
+            let mut chunks = Vec::new();
+            for v in vectors.range(from..=to)? {
+                let v = crate::store::codec::vector_from_bytes(v?.1.value())?;
+                if crate::vector::is_sound(&v) {
+                    chunks.push(v);
+                }
+            }
+            out.push((doc, chunks));
+        }
+        Ok(out)
+    }
+
     /// Every document of one kind (unordered).
     pub fn documents_of_kind(&self, kind: DocKind) -> Result<Vec<Document>> {
         let tx = self.db.begin_read()?;

@@ -47,7 +47,7 @@ fn layer(module: &str) -> u8 {
         "store" | "ann" | "lexical" | "embed" | "models" | "warm" => 2,
         "collection" => 3,
         "index" => 4,
-        "indexer" => 5,
+        "indexer" | "team" => 5,
         "lib" | "testutil" | "cli" => 6,
         other => panic!("module `{other}` has no layer: add it to ARCHITECTURE.md and to this table"),
     }
@@ -101,6 +101,7 @@ fn uses() -> BTreeMap<String, BTreeSet<String>> {
                     "collection",
                     "index",
                     "indexer",
+                    "team",
                     "testutil",
                 ];
                 if to != from && known.contains(&to.as_str()) {
@@ -140,7 +141,8 @@ fn modules_use_only_what_their_layer_may() {
         "ids",
         "vector",
     ] {
-        for adapter in ["store", "ann", "lexical", "embed", "models", "warm", "collection", "index", "indexer"] {
+        for adapter in ["store", "ann", "lexical", "embed", "models", "warm", "collection", "index", "indexer", "team"]
+        {
             assert!(!uses.get(pure).is_some_and(|t| t.contains(adapter)), "{pure} uses {adapter}");
         }
     }

@@ -33,6 +33,7 @@ mod real_search;
 mod robustness;
 mod runs;
 mod snapshots_extract;
+mod team;
 mod tokenizer_parity;
 mod ui;
 mod warm;

@@ -1,0 +1,214 @@
+//! `convdex push`, `convdex team …` and `search --team`: the team store (PostgreSQL with
+//! pgvector). The URL comes from `--team URL`, else `$CONVDEX_TEAM_URL`.
+
+use clap::{Args, Subcommand};
+use convdex::team::{TeamHit, TeamQuery, TeamStore};
+use convdex::{DocKind, SearchMode};
+
+use super::Ctx;
+use super::print_json;
+use super::render::parse_time;
+
+/// Where the team store is: `--team URL`, else `$CONVDEX_TEAM_URL`.
+pub fn url(given: Option<&str>) -> anyhow::Result<String> {
+    match given.filter(|u| !u.is_empty()) {
+        Some(u) => Ok(u.to_string()),
+        None => std::env::var("CONVDEX_TEAM_URL").ok().filter(|u| !u.is_empty()).ok_or_else(|| {
+            anyhow::anyhow!("no team store named: give `--team postgres://user@host/db` or set CONVDEX_TEAM_URL")
+        }),
+    }
+}
+
+/// Send this machine's documents to the team store.
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The team store (`postgres://…`); default `$CONVDEX_TEAM_URL`.
+    #[arg(long)]
+    pub team: Option<String>,
+    /// Only this project.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// Documents per transaction (a killed push keeps every whole batch it sent).
+    #[arg(long, default_value_t = convdex::team::PUSH_BATCH)]
+    pub batch: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `convdex push`.
+pub fn push(ctx: &Ctx, a: PushArgs) -> anyhow::Result<()> {
+    let store = TeamStore::connect(&url(a.team.as_deref())?)?.with_batch(a.batch);
+    let index = ctx.index()?;
+    let report = store.push(&index, a.project.as_deref())?;
+    if a.json {
+        return print_json(&report);
+    }
+    println!(
+        "pushed {} collections to {}: {} documents sent, {} unchanged, {} of sessions the team forgot left out",
+        report.collections,
+        store.shown(),
+        report.sent,
+        report.unchanged,
+        report.forgotten
+    );
+    if report.without_vectors > 0 {
+        eprintln!(
+            "note: {} documents had no vectors yet (searchable by words in the team store); run `convdex index`, then push again",
+            report.without_vectors
+        );
+    }
+    Ok(())
+}
+
+/// The team store: who may read what, what it holds, a session forgotten for everyone.
+#[derive(Debug, Args)]
+pub struct TeamArgs {
+    /// The team store (`postgres://…`); default `$CONVDEX_TEAM_URL`.
+    #[arg(long, global = true)]
+    pub team: Option<String>,
+    /// What to do.
+    #[command(subcommand)]
+    pub action: TeamAction,
+}
+
+/// What `convdex team` does.
+#[derive(Debug, Subcommand)]
+pub enum TeamAction {
+    /// Prepare a new team store (the pgvector extension; run once, by the database's owner).
+    Init,
+    /// The tenants and projects this role can read.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give a database role a tenant (every project, now and later) or one project of it.
+    Grant {
+        /// The member's database role (it must exist: `CREATE ROLE … LOGIN`).
+        role: String,
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+    },
+    /// Take back what `grant` gave.
+    Revoke {
+        /// The member's database role.
+        role: String,
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+    },
+    /// Delete a session for everyone and leave a tombstone, so no machine pushes it again
+    /// (`convdex forget` deletes it on this machine).
+    Forget {
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        /// The project.
+        #[arg(long)]
+        project: String,
+        /// The session's full id.
+        #[arg(long)]
+        session: String,
+    },
+}
+
+/// Runs `convdex team …`.
+pub fn team(_ctx: &Ctx, a: TeamArgs) -> anyhow::Result<()> {
+    let store = TeamStore::connect(&url(a.team.as_deref())?)?;
+    match a.action {
+        TeamAction::Init => {
+            store.init()?;
+            println!("{} is ready for `convdex push`", store.shown());
+        }
+        TeamAction::List { json } => {
+            let projects = store.projects()?;
+            if json {
+                let v: Vec<_> = projects.iter().map(|(t, p)| serde_json::json!({"tenant": t, "project": p})).collect();
+                return print_json(&v);
+            }
+            if projects.is_empty() {
+                println!("this role can read no project of {}", store.shown());
+            }
+            for (t, p) in projects {
+                println!("{t}  {p}");
+            }
+        }
+        TeamAction::Grant { role, tenant, project } => {
+            store.grant(&role, &tenant, project.as_deref())?;
+            println!("{role} may now read and write {}", scope(&tenant, project.as_deref()));
+        }
+        TeamAction::Revoke { role, tenant, project } => {
+            store.revoke(&role, &tenant, project.as_deref())?;
+            println!("{role} may no longer read or write {}", scope(&tenant, project.as_deref()));
+        }
+        TeamAction::Forget { tenant, project, session } => {
+            let n = store.forget(&tenant, &project, &session)?;
+            println!(
+                "forgot session {session} of {tenant}/{project} in the team store: {n} documents deleted, a tombstone left"
+            );
+        }
+    }
+    Ok(())
+}
+
+fn scope(tenant: &str, project: Option<&str>) -> String {
+    match project {
+        Some(p) => format!("project {p} of tenant {tenant}"),
+        None => format!("every project of tenant {tenant}"),
+    }
+}
+
+/// `convdex search --team`: the question asked of the team store.
+#[allow(clippy::too_many_arguments)]
+pub fn search(ctx: &Ctx, a: &super::search::SearchArgs, team: Option<&str>) -> anyhow::Result<()> {
+    let store = TeamStore::connect(&url(team)?)?;
+    let mut q = TeamQuery::new(&a.query);
+    q.project = a.project.clone();
+    q.kind = a.kind;
+    q.session = a.session.clone();
+    q.file = a.file.clone();
+    q.tags_any = a.tag.clone();
+    q.since = a.since.as_deref().map(|s| parse_time(s, false)).transpose()?;
+    q.until = a.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
+    q.mode = a.mode;
+    q.limit = a.limit;
+    let index = ctx.index()?;
+    let embedder = index.embedder()?;
+    let vector = if a.mode == SearchMode::Lexical { None } else { Some(embedder.embed_query(&a.query)?) };
+    let hits = store.search(&q, embedder.model_id(), vector.as_deref())?;
+    if a.json {
+        return print_json(&hits);
+    }
+    if hits.is_empty() {
+        println!("no hits in {}", store.shown());
+    }
+    for h in &hits {
+        print_hit(h);
+    }
+    Ok(())
+}
+
+fn print_hit(h: &TeamHit) {
+    let kind = match h.doc.kind() {
+        DocKind::Message => "message",
+        DocKind::Decision => "decision",
+        DocKind::Summary => "summary",
+    };
+    let text: String = h.doc.content.chars().take(200).collect();
+    println!(
+        "{}/{}  {}  {}  {kind}  {}",
+        h.tenant,
+        h.project,
+        convdex::text::prefix_chars(&h.doc.session_id, 8),
+        h.doc.timestamp.format("%Y-%m-%d %H:%M"),
+        text.replace('\n', " ")
+    );
+}

@@ -1,0 +1,479 @@
+//! The team store: a project's scrubbed documents, with their vectors, tags, files, commits and
+//! decisions, in PostgreSQL with pgvector, so a team searches one memory across people and
+//! machines. The embedded store stays the source of truth for a person's own sessions; a push
+//! sends what it holds (never a raw transcript: documents are scrubbed before they are stored).
+//!
+//! Layout: one schema per tenant (`cdx_<tenant>`), in it a catalog of projects, the tombstones
+//! of forgotten sessions, and per project a documents table and a vectors table per embedding
+//! model (a team may migrate models). Words are matched through Postgres full text over the
+//! tokens convdex's own analyser produces (Chinese, Japanese and Korean bigrams included), as
+//! `simple` lexemes; vectors through pgvector's HNSW index, or an exact scan when a filter is
+//! set (pgvector 0.6.2 filters after the graph walk and can return fewer hits than asked).
+//!
+//! Who sees what: a database role per member; [`TeamStore::grant`] gives a role a tenant (every
+//! project, now and later) or one project of it, [`TeamStore::revoke`] takes it back. Tables
+//! are per project, so a grant on a project's tables is the boundary between rows, and the
+//! database enforces it for any client, SQL included.
+
+mod search;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use postgres::{Client, NoTls};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::{Document, Index};
+
+pub use search::{TeamHit, TeamQuery};
+
+/// Documents sent per transaction: a push killed between two resumes from the first batch
+/// that did not commit.
+pub const PUSH_BATCH: usize = 200;
+
+/// A connection to a team store.
+pub struct TeamStore {
+    client: Mutex<Client>,
+    batch: usize,
+    /// The URL without its password, for messages.
+    shown: String,
+}
+
+/// What a push did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PushReport {
+    /// Collections pushed.
+    pub collections: usize,
+    /// Documents sent (new or changed).
+    pub sent: usize,
+    /// Documents the team store already held as they are.
+    pub unchanged: usize,
+    /// Documents of sessions the team forgot: never sent again.
+    pub forgotten: usize,
+    /// Documents without vectors yet (sent, searchable by words; the next push adds vectors).
+    pub without_vectors: usize,
+}
+
+/// A quoted SQL identifier of at most 63 bytes (Postgres cuts longer ones silently): `prefix`
+/// and `name`, the name's tail replaced by a hash when it would not fit.
+pub(crate) fn ident(prefix: &str, name: &str) -> String {
+    let mut id = format!("{prefix}{name}");
+    if id.len() > 63 {
+        let hash = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(name.as_bytes()));
+        let mut head = String::new();
+        for c in id.chars() {
+            if head.len() + c.len_utf8() > 63 - 17 {
+                break;
+            }
+            head.push(c);
+        }
+        id = format!("{head}_{hash}");
+    }
+    format!("\"{}\"", id.replace('"', "\"\""))
+}
+
+/// The schema of a tenant.
+pub(crate) fn schema(tenant: &str) -> String {
+    ident("cdx_", tenant)
+}
+
+/// The documents table of a project.
+pub(crate) fn docs_table(tenant: &str, project: &str) -> String {
+    format!("{}.{}", schema(tenant), ident("d_", project))
+}
+
+/// The vectors table of a project for one model.
+pub(crate) fn vectors_table(tenant: &str, project: &str, model: &str) -> String {
+    format!("{}.{}", schema(tenant), ident("v_", &format!("{project}/{model}")))
+}
+
+/// A pgvector literal.
+pub(crate) fn vector_literal(v: &[f32]) -> String {
+    let mut s = String::with_capacity(v.len() * 10 + 2);
+    s.push('[');
+    for (i, x) in v.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&x.to_string());
+    }
+    s.push(']');
+    s
+}
+
+/// The lexemes a document is matched by: convdex's analyser, lower-cased, each once.
+pub(crate) fn lexemes(text: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
+    crate::lexical::tokenize::analyze(text)
+        .into_iter()
+        .map(|t| t.text.to_lowercase())
+        .filter(|t| !t.is_empty() && seen.insert(t.clone()))
+        .collect()
+}
+
+fn db_error(store: &str, e: postgres::Error) -> Error {
+    let fix = match e.code() {
+        Some(c) if *c == postgres::error::SqlState::INSUFFICIENT_PRIVILEGE => {
+            "ask the team store's owner for a grant (`convdex team grant ROLE --tenant T [--project P]`)"
+        }
+        Some(c)
+            if *c == postgres::error::SqlState::UNDEFINED_FILE
+                || *c == postgres::error::SqlState::FEATURE_NOT_SUPPORTED =>
+        {
+            "the server needs the pgvector extension (0.6 or later): `CREATE EXTENSION vector` as its owner"
+        }
+        None => "check that the server runs and the URL (host, port, user, database) is right",
+        _ => "see the database's message; the command can be run again (a push resumes where it stopped)",
+    };
+    let reason = match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    };
+    Error::Team { store: store.to_string(), reason, fix: fix.to_string() }
+}
+
+impl TeamStore {
+    /// Connects to the team store at `url` (`postgres://user@host/db`, or key-value form
+    /// `host=/path/to/socket user=… dbname=…`).
+    pub fn connect(url: &str) -> Result<TeamStore> {
+        let shown = redact_url(url);
+        let client = Client::connect(url, NoTls).map_err(|e| db_error(&shown, e))?;
+        Ok(TeamStore { client: Mutex::new(client), batch: PUSH_BATCH, shown })
+    }
+
+    /// Documents per transaction of a push (default [`PUSH_BATCH`]; at least 1).
+    pub fn with_batch(mut self, documents: usize) -> TeamStore {
+        self.batch = documents.max(1);
+        self
+    }
+
+    /// The store's URL without its password.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Client) -> std::result::Result<T, postgres::Error>) -> Result<T> {
+        let mut c = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut c).map_err(|e| db_error(&self.shown, e))
+    }
+
+    /// Creates what a team store needs once (the pgvector extension; run by its owner).
+    pub fn init(&self) -> Result<()> {
+        self.with(|c| c.batch_execute("CREATE EXTENSION IF NOT EXISTS vector"))
+    }
+
+    /// Creates a tenant's schema and a project's tables if they are missing (serialised by an
+    /// advisory lock: two machines pushing at once create them once).
+    fn ensure_project(&self, tenant: &str, project: &str, model: &str, dim: usize) -> Result<()> {
+        let s = schema(tenant);
+        let (d, v) = (docs_table(tenant, project), vectors_table(tenant, project, model));
+        // Already there: nothing to create (a member may write rows without creating tables).
+        let there: bool = self.with(|c| {
+            Ok(c.query_one("SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL", &[&d, &v])?.get(0))
+        })?;
+        if there {
+            return Ok(());
+        }
+        let ddl = format!(
+            "CREATE SCHEMA IF NOT EXISTS {s};
+             CREATE TABLE IF NOT EXISTS {s}.projects (project text PRIMARY KEY, path text);
+             CREATE TABLE IF NOT EXISTS {s}.models (project text, model text, dim int NOT NULL,
+                 PRIMARY KEY (project, model));
+             CREATE TABLE IF NOT EXISTS {s}.forgotten (project text, session_id text,
+                 at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (project, session_id));
+             CREATE TABLE IF NOT EXISTS {d} (id uuid PRIMARY KEY, session_id text NOT NULL,
+                 kind text NOT NULL, ts timestamptz NOT NULL, content text NOT NULL,
+                 tags text[] NOT NULL, domain text, files text[] NOT NULL, agent text,
+                 doc jsonb NOT NULL, hash text NOT NULL, words tsvector NOT NULL);
+             CREATE INDEX IF NOT EXISTS {di} ON {d} USING gin (words);
+             CREATE INDEX IF NOT EXISTS {ds} ON {d} (session_id);
+             CREATE INDEX IF NOT EXISTS {dt} ON {d} (ts);
+             CREATE TABLE IF NOT EXISTS {v} (id uuid NOT NULL REFERENCES {d} (id) ON DELETE CASCADE,
+                 chunk int NOT NULL, embedding vector({dim}) NOT NULL, PRIMARY KEY (id, chunk));
+             CREATE INDEX IF NOT EXISTS {vi} ON {v} USING hnsw (embedding vector_cosine_ops);",
+            di = ident("di_", project),
+            ds = ident("ds_", project),
+            dt = ident("dt_", project),
+            vi = ident("vi_", &format!("{project}/{model}")),
+        );
+        self.with(|c| {
+            let mut tx = c.transaction()?;
+            tx.execute("SELECT pg_advisory_xact_lock(hashtext('convdex schema'))", &[])?;
+            tx.batch_execute(&ddl)?;
+            tx.execute(&format!("INSERT INTO {s}.projects (project) VALUES ($1) ON CONFLICT DO NOTHING"), &[&project])?;
+            tx.execute(
+                &format!("INSERT INTO {s}.models (project, model, dim) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"),
+                &[&project, &model, &(dim as i32)],
+            )?;
+            tx.commit()
+        })
+    }
+
+    /// Sends every collection of `index` (or only `project`'s) to the team store: documents new
+    /// or changed since the last push, in batches (each one transaction; [`TeamStore::with_batch`]), sorted by
+    /// id so two machines pushing the same project lock rows in the same order. Idempotent
+    /// (ids are deterministic; a document the store holds as it is is not sent), resumable
+    /// (a killed push has committed whole batches; the next sends the rest) and incremental. A
+    /// session the team forgot is never sent again.
+    pub fn push(&self, index: &Index, project: Option<&str>) -> Result<PushReport> {
+        let mut report = PushReport::default();
+        for info in index.collections_of(project)? {
+            let coll = index.collection(&info.tenant, &info.project)?;
+            let embedder = coll.embedder();
+            let (model, dim) = (embedder.model_id().to_string(), embedder.dim());
+            self.ensure_project(&info.tenant, &info.project, &model, dim)?;
+            let (d, v) = (docs_table(&info.tenant, &info.project), vectors_table(&info.tenant, &info.project, &model));
+            let s = schema(&info.tenant);
+            let held: HashMap<uuid::Uuid, String> = self.with(|c| {
+                Ok(c.query(&format!("SELECT id, hash FROM {d}"), &[])?
+                    .iter()
+                    .map(|r| (r.get::<_, uuid::Uuid>(0), r.get::<_, String>(1)))
+                    .collect())
+            })?;
+            let forgotten: HashSet<String> = self.with(|c| {
+                Ok(c.query(&format!("SELECT session_id FROM {s}.forgotten WHERE project = $1"), &[&info.project])?
+                    .iter()
+                    .map(|r| r.get::<_, String>(0))
+                    .collect())
+            })?;
+            let mut todo = Vec::new();
+            for (doc, vectors) in coll.documents_with_vectors()? {
+                if forgotten.contains(&doc.session_id) {
+                    report.forgotten += 1;
+                    continue;
+                }
+                let hash = doc_hash(&doc, &vectors);
+                if held.get(&doc.id) == Some(&hash) {
+                    report.unchanged += 1;
+                    continue;
+                }
+                if vectors.is_empty() {
+                    report.without_vectors += 1;
+                }
+                todo.push((doc, vectors, hash));
+            }
+            todo.sort_by_key(|(doc, _, _)| doc.id);
+            for batch in todo.chunks(self.batch) {
+                report.sent += self.send(&info.project, &s, &d, &v, batch)?;
+            }
+            report.collections += 1;
+        }
+        Ok(report)
+    }
+
+    fn send(
+        &self,
+        project: &str,
+        s: &str,
+        d: &str,
+        v: &str,
+        batch: &[(Document, Vec<Vec<f32>>, String)],
+    ) -> Result<usize> {
+        let upsert = format!(
+            "INSERT INTO {d} (id, session_id, kind, ts, content, tags, domain, files, agent, doc, hash, words)
+             SELECT $1, $2, $3, $4::text::timestamptz, $5, $6, $7, $8, $9, $10::text::jsonb, $11, array_to_tsvector($12)
+             WHERE NOT EXISTS (SELECT 1 FROM {s}.forgotten WHERE project = $13 AND session_id = $2)
+             ON CONFLICT (id) DO UPDATE SET session_id = EXCLUDED.session_id, kind = EXCLUDED.kind, ts = EXCLUDED.ts,
+                 content = EXCLUDED.content, tags = EXCLUDED.tags, domain = EXCLUDED.domain, files = EXCLUDED.files,
+                 agent = EXCLUDED.agent, doc = EXCLUDED.doc, hash = EXCLUDED.hash, words = EXCLUDED.words"
+        );
+        let vector = format!("INSERT INTO {v} (id, chunk, embedding) VALUES ($1, $2, $3::text::vector)");
+        self.with(|c| {
+            let mut tx = c.transaction()?;
+            // Shared with other pushes, exclusive with a forget of this project.
+            tx.execute("SELECT pg_advisory_xact_lock_shared(hashtext($1))", &[&format!("{s}.{project}")])?;
+            let upsert = tx.prepare(&upsert)?;
+            let vector = tx.prepare(&vector)?;
+            let mut sent = 0;
+            for (doc, vectors, hash) in batch {
+                let files: Vec<String> = doc.files_discussed.iter().map(|f| f.path.clone()).collect();
+                let json = serde_json::to_string(doc).unwrap_or_default();
+                let words = lexemes(&doc.content);
+                let n = tx.execute(
+                    &upsert,
+                    &[
+                        &doc.id,
+                        &doc.session_id,
+                        &doc.kind().as_str(),
+                        &doc.timestamp.to_rfc3339(),
+                        &doc.content,
+                        &doc.tags,
+                        &doc.domain,
+                        &files,
+                        &doc.agent(),
+                        &json,
+                        hash,
+                        &words,
+                        &project,
+                    ],
+                )?;
+                if n == 0 {
+                    continue; // forgotten meanwhile
+                }
+                tx.execute(&format!("DELETE FROM {v} WHERE id = $1"), &[&doc.id])?;
+                for (i, vec) in vectors.iter().enumerate() {
+                    tx.execute(&vector, &[&doc.id, &(i as i32), &vector_literal(vec)])?;
+                }
+                sent += 1;
+            }
+            tx.commit()?;
+            Ok(sent)
+        })
+    }
+
+    /// Deletes a session of `tenant`'s `project` for everyone and leaves a tombstone, so no
+    /// machine pushes it again. Returns the documents deleted.
+    pub fn forget(&self, tenant: &str, project: &str, session_id: &str) -> Result<usize> {
+        let s = schema(tenant);
+        let d = docs_table(tenant, project);
+        self.with(|c| {
+            let mut tx = c.transaction()?;
+            tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&format!("{s}.{project}")])?;
+            tx.execute(
+                &format!("INSERT INTO {s}.forgotten (project, session_id) VALUES ($1, $2) ON CONFLICT DO NOTHING"),
+                &[&project, &session_id],
+            )?;
+            let n = tx.execute(&format!("DELETE FROM {d} WHERE session_id = $1"), &[&session_id])?;
+            tx.commit()?;
+            Ok(n as usize)
+        })
+    }
+
+    /// The tenants and projects the store holds that this connection's role can read.
+    pub fn projects(&self) -> Result<Vec<(String, String)>> {
+        self.with(|c| {
+            let schemas: Vec<String> = c
+                .query(
+                    "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'cdx\\_%' AND has_schema_privilege(oid, 'USAGE')",
+                    &[],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let mut out = Vec::new();
+            for name in schemas {
+                let tenant = name.trim_start_matches("cdx_").to_string();
+                let rows = match c.query(&format!("SELECT project FROM {}.projects ORDER BY project", schema(&tenant)), &[]) {
+                    Ok(rows) => rows,
+                    Err(e) if e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) => continue,
+                    Err(e) => return Err(e),
+                };
+                for r in rows {
+                    let project: String = r.get(0);
+                    let table = docs_table(&tenant, &project);
+                    let can: bool = c.query_one("SELECT has_table_privilege($1, 'SELECT')", &[&table])?.get(0);
+                    if can {
+                        out.push((tenant.clone(), project));
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Gives the database role `role` a tenant (every project, and those pushed later) or one
+    /// project of it: read, write and forget. The role must exist in the database.
+    pub fn grant(&self, role: &str, tenant: &str, project: Option<&str>) -> Result<()> {
+        let (s, r) = (schema(tenant), ident("", role));
+        let mut sql = format!(
+            "GRANT USAGE ON SCHEMA {s} TO {r};
+             GRANT SELECT ON {s}.projects, {s}.models TO {r};
+             GRANT SELECT, INSERT ON {s}.forgotten TO {r};"
+        );
+        match project {
+            Some(p) => {
+                let tables = self.tables_of(tenant, p)?;
+                sql.push_str(&format!("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {r};", tables.join(", ")));
+            }
+            None => sql.push_str(&format!(
+                "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {s} TO {r};
+                 ALTER DEFAULT PRIVILEGES IN SCHEMA {s} GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {r};"
+            )),
+        }
+        self.with(|c| c.batch_execute(&sql))
+    }
+
+    /// Takes back what [`TeamStore::grant`] gave.
+    pub fn revoke(&self, role: &str, tenant: &str, project: Option<&str>) -> Result<()> {
+        let (s, r) = (schema(tenant), ident("", role));
+        let sql = match project {
+            Some(p) => format!("REVOKE ALL ON {} FROM {r};", self.tables_of(tenant, p)?.join(", ")),
+            None => format!(
+                "ALTER DEFAULT PRIVILEGES IN SCHEMA {s} REVOKE ALL ON TABLES FROM {r};
+                 REVOKE ALL ON ALL TABLES IN SCHEMA {s} FROM {r};
+                 REVOKE ALL ON SCHEMA {s} FROM {r};"
+            ),
+        };
+        self.with(|c| c.batch_execute(&sql))
+    }
+
+    /// A project's tables: its documents and one vectors table per model.
+    fn tables_of(&self, tenant: &str, project: &str) -> Result<Vec<String>> {
+        let s = schema(tenant);
+        let models: Vec<String> = self
+            .with(|c| c.query(&format!("SELECT model FROM {s}.models WHERE project = $1"), &[&project]))
+            .map(|rows| rows.iter().map(|r| r.get(0)).collect())?;
+        if models.is_empty() {
+            return Err(Error::Team {
+                store: self.shown.clone(),
+                reason: format!("tenant `{tenant}` has no project `{project}` in the team store"),
+                fix: "push the project first (`convdex push --project P`), or check the names with `convdex team list`"
+                    .into(),
+            });
+        }
+        let mut out = vec![docs_table(tenant, project)];
+        out.extend(models.iter().map(|m| vectors_table(tenant, project, m)));
+        Ok(out)
+    }
+}
+
+/// What a document is sent as, hashed: a push sends it again only when this changes. When it
+/// was indexed is left out: two machines holding the same session do not send it in turns.
+fn doc_hash(doc: &Document, vectors: &[Vec<f32>]) -> String {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut same = doc.clone();
+    same.indexed_at = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
+    h.update(serde_json::to_string(&same).unwrap_or_default().as_bytes());
+    for v in vectors {
+        for x in v {
+            h.update(&x.to_le_bytes());
+        }
+    }
+    format!("{:032x}", h.digest128())
+}
+
+/// A database URL without its password.
+pub fn redact_url(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        if let Some((auth, host)) = rest.rsplit_once('@') {
+            let user = auth.split(':').next().unwrap_or("");
+            return format!("{scheme}://{user}@{host}");
+        }
+        return url.to_string();
+    }
+    url.split_whitespace()
+        .map(|kv| if kv.starts_with("password=") { "password=…" } else { kv })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_fit_postgres_and_stay_apart() {
+        let long = "p".repeat(64);
+        let a = ident("d_", &long);
+        assert!(a.len() <= 65, "{a}"); // 63 and the quotes
+        assert_ne!(a, ident("d_", &format!("{}q", "p".repeat(63))));
+        assert_eq!(ident("d_", "web\"app"), "\"d_web\"\"app\"");
+        assert_eq!(vector_literal(&[0.5, -1.0]), "[0.5,-1]");
+        assert_eq!(redact_url("postgres://alice:s3cret@db:5432/team"), "postgres://alice@db:5432/team");
+        assert_eq!(redact_url("host=/tmp/pg user=bob password=x"), "host=/tmp/pg user=bob password=…");
+        let words = lexemes("数据库 Redis redis");
+        let unique: HashSet<&String> = words.iter().collect();
+        assert!(words.contains(&"数据".to_string()) && unique.len() == words.len(), "{words:?}");
+    }
+}

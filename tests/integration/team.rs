@@ -1,0 +1,255 @@
+//! The team store on a real PostgreSQL 16.2 with pgvector 0.6.2 (PyPI's `pgserver`, started
+//! here in a temporary directory by `tests/support/postgres_for_tests.py`; `.ci/run` and
+//! `make test` install it): real sessions of `../shared/data/fresh/` indexed with the real
+//! model, pushed, searched, pushed again, pushed from two machines at once, killed and
+//! resumed, granted, revoked and forgotten. Run in CI always: without `pgserver` this fails.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use convdex::team::{TeamQuery, TeamStore};
+use convdex::{DocKind, Index, Options, SearchMode};
+
+/// A PostgreSQL server for one test, stopped (and its files deleted) when dropped.
+struct Postgres {
+    child: Child,
+    /// `host=SOCKET_DIR user=postgres dbname=postgres`
+    url: String,
+}
+
+impl Postgres {
+    fn start(dir: &Path) -> Postgres {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/postgres_for_tests.py");
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .arg(dir.join("pg"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert!(
+            line.starts_with("host="),
+            "PostgreSQL did not start: install PyPI's pgserver (`pip install pgserver==0.1.4`; .ci/run and make test do)"
+        );
+        Postgres { child, url: line.trim().to_string() }
+    }
+
+    fn as_user(&self, user: &str, db: &str) -> String {
+        self.url.replace("user=postgres", &format!("user={user}")).replace("dbname=postgres", &format!("dbname={db}"))
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+fn sql(url: &str, statements: &str) -> Result<(), postgres::Error> {
+    postgres::Client::connect(url, postgres::NoTls)?.batch_execute(statements)
+}
+
+fn query(url: &str, q: &str) -> Result<Vec<postgres::Row>, postgres::Error> {
+    let mut c = postgres::Client::connect(url, postgres::NoTls)?;
+    c.query(q, &[])
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+const PROJECT_DIR: &str = "umaionigiri+claudefiles/projects/-Users-so-MyWorkSpace-scibit-petabit-bpaas";
+const PROJECT: &str = "petabit-bpaas";
+
+/// Indexes the real sessions into a fresh data directory (a "machine"); returns it.
+fn machine(root: &Path, name: &str) -> PathBuf {
+    let projects = root.join(format!("{name}-home/.claude/projects"));
+    let fresh = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/fresh/transcripts");
+    copy_dir(&fresh.join(PROJECT_DIR), &projects.join(PROJECT_DIR.rsplit('/').next().unwrap()));
+    let data = root.join(format!("{name}-data"));
+    let out = convdex(&data, &["index", projects.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    data
+}
+
+fn convdex(data: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_convdex"));
+    c.env("CONVDEX_WARM", "off").arg("--data-dir").arg(data).args(args);
+    c
+}
+
+/// Every document of a project in the team store: id → hash.
+fn held(url: &str, tenant: &str, project: &str) -> BTreeMap<String, String> {
+    let table = format!("\"cdx_{tenant}\".\"d_{project}\"");
+    query(url, &format!("SELECT id::text, hash FROM {table}"))
+        .map(|rows| rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1))).collect())
+        .unwrap_or_default()
+}
+
+fn push_json(data: &Path, url: &str) -> serde_json::Value {
+    let out = convdex(data, &["push", "--team", url, "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_team_store_on_real_postgres() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pg = Postgres::start(tmp.path());
+    let a = machine(tmp.path(), "a");
+
+    // A push sends every document, with vectors; a second sends nothing.
+    let first = push_json(&a, &pg.url);
+    let again = push_json(&a, &pg.url);
+    let index = Index::open(&a, Options::default()).unwrap();
+    let coll = index.collection("local", PROJECT).unwrap();
+    let local = coll.documents_with_vectors().unwrap();
+    assert_eq!(first["sent"].as_u64().unwrap() as usize, local.len(), "{first}");
+    let uninterrupted = held(&pg.url, "local", PROJECT);
+    assert_eq!(uninterrupted.len(), local.len());
+    assert_eq!((again["sent"].as_u64(), again["unchanged"].as_u64()), (Some(0), Some(local.len() as u64)), "{again}");
+
+    // Search: a decision asked for in its own words comes first, by meaning, by words and both;
+    // every filter holds.
+    let store = TeamStore::connect(&pg.url).unwrap();
+    let embedder = index.embedder().unwrap();
+    let model = embedder.model_id().to_string();
+    let decision =
+        local.iter().find(|(d, v)| d.kind() == DocKind::Decision && !v.is_empty()).expect("a decision").0.clone();
+    let vector = embedder.embed_query(&decision.content).unwrap();
+    for mode in [SearchMode::Hybrid, SearchMode::Semantic, SearchMode::Lexical] {
+        let mut q = TeamQuery::new(&decision.content);
+        q.mode = mode;
+        let hits = store.search(&q, &model, Some(&vector)).unwrap();
+        assert!(
+            hits.iter().take(3).any(|h| h.doc.id == decision.id),
+            "{mode:?}: {:?}",
+            hits.first().map(|h| &h.doc.id)
+        );
+    }
+    let mut q = TeamQuery::new(&decision.content);
+    q.kind = Some(DocKind::Message);
+    q.session = Some(decision.session_id.clone());
+    let hits = store.search(&q, &model, Some(&vector)).unwrap();
+    assert!(
+        !hits.is_empty()
+            && hits.iter().all(|h| h.doc.kind() == DocKind::Message && h.doc.session_id == decision.session_id)
+    );
+    // The same question locally and in the team store: the same first session.
+    let local_first = coll.search(&decision.content).limit(1).run().unwrap().hits[0].doc.session_id.clone();
+    let team_first =
+        store.search(&TeamQuery::new(&decision.content), &model, Some(&vector)).unwrap()[0].doc.session_id.clone();
+    assert_eq!(local_first, team_first);
+    // The command line opens the collections itself.
+    drop((coll, index));
+    // From the command line too.
+    let out = convdex(&a, &["search", "--team", &pg.url, "--json", &decision.content]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!cli.as_array().unwrap().is_empty());
+
+    // Two machines push the same project at once into a fresh database: each document once.
+    sql(&pg.url, "CREATE DATABASE two").unwrap();
+    sql(&pg.as_user("postgres", "two"), "CREATE EXTENSION vector").unwrap();
+    let b = machine(tmp.path(), "b");
+    let two = pg.as_user("postgres", "two");
+    let pushes: Vec<_> =
+        [&a, &b].iter().map(|d| convdex(d, &["push", "--team", &two, "--json"]).spawn().unwrap()).collect();
+    for mut p in pushes {
+        assert!(p.wait().unwrap().success());
+    }
+    let both = held(&two, "local", PROJECT);
+    assert!(both.keys().eq(uninterrupted.keys()), "two machines at once: each document once");
+
+    // A push killed at several points (after its first, a middle and a late batch committed)
+    // and resumed ends identical to an uninterrupted one.
+    let total = uninterrupted.len();
+    let mut partial = 0;
+    for (i, fraction) in [0.0f64, 0.4, 0.8].iter().enumerate() {
+        let db = format!("killed{i}");
+        sql(&pg.url, &format!("CREATE DATABASE {db}")).unwrap();
+        let url = pg.as_user("postgres", &db);
+        sql(&url, "CREATE EXTENSION vector").unwrap();
+        let mut p = convdex(&a, &["push", "--team", &url, "--batch", "3"]).stdout(Stdio::null()).spawn().unwrap();
+        let at = ((total as f64 * fraction) as usize).max(1);
+        loop {
+            let n = held(&url, "local", PROJECT).len();
+            if n >= at || p.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let _ = p.kill();
+        let _ = p.wait();
+        let kept = held(&url, "local", PROJECT).len();
+        if kept < total {
+            partial += 1;
+        }
+        push_json(&a, &url);
+        assert_eq!(held(&url, "local", PROJECT), uninterrupted, "killed with {kept} of {total} sent, then resumed");
+    }
+    assert!(partial > 0, "no push was killed before its end: the kills tested nothing");
+
+    // Who sees what: bob has no grant, alice has the project; revoked, she reads nothing.
+    sql(&pg.url, "CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN").unwrap();
+    let status = convdex(&a, &["team", "--team", &pg.url, "grant", "alice", "--tenant", "local", "--project", PROJECT])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (alice, bob) = (pg.as_user("alice", "postgres"), pg.as_user("bob", "postgres"));
+    let table = format!("\"cdx_local\".\"d_{PROJECT}\"");
+    let denied = query(&bob, &format!("SELECT count(*) FROM {table}")).unwrap_err();
+    assert_eq!(denied.code(), Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE), "{denied}");
+    assert!(TeamStore::connect(&bob).unwrap().projects().unwrap().is_empty());
+    let as_alice = TeamStore::connect(&alice).unwrap();
+    assert_eq!(as_alice.projects().unwrap(), vec![("local".to_string(), PROJECT.to_string())]);
+    assert!(!as_alice.search(&TeamQuery::new(&decision.content), &model, Some(&vector)).unwrap().is_empty());
+    let n: i64 = query(&alice, &format!("SELECT count(*) FROM {table}")).unwrap()[0].get(0);
+    assert_eq!(n as usize, local.len());
+    let index = Index::open(&a, Options::default()).unwrap();
+    as_alice.push(&index, Some(PROJECT)).unwrap(); // a member writes what she was granted
+    drop(index);
+    TeamStore::connect(&pg.url).unwrap().revoke("alice", "local", Some(PROJECT)).unwrap();
+    assert!(query(&alice, &format!("SELECT count(*) FROM {table}")).is_err());
+
+    // Forgotten for everyone: gone, and no machine pushes it again.
+    let session = decision.session_id.clone();
+    let out = convdex(
+        &a,
+        &["team", "--team", &pg.url, "forget", "--tenant", "local", "--project", PROJECT, "--session", &session],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let count = |url: &str| -> i64 {
+        query(url, &format!("SELECT count(*) FROM {table} WHERE session_id = '{session}'")).unwrap()[0].get(0)
+    };
+    assert_eq!(count(&pg.url), 0);
+    let after = push_json(&b, &pg.url);
+    assert!(after["forgotten"].as_u64().unwrap() > 0, "{after}");
+    assert_eq!(count(&pg.url), 0, "a forgotten session never comes back");
+    // `convdex forget --team` forgets here and for everyone.
+    let other = local.iter().map(|(d, _)| d.session_id.clone()).find(|s| *s != session).expect("a second session");
+    let out = convdex(&b, &["forget", "--session", &other, "--team", &pg.url, "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["team_deleted"].as_u64().unwrap() > 0, "{v}");
+    let left: i64 =
+        query(&pg.url, &format!("SELECT count(*) FROM {table} WHERE session_id = '{other}'")).unwrap()[0].get(0);
+    assert_eq!(left, 0);
+}
