@@ -243,8 +243,8 @@ fn scale(base: &Path, roots: &[PathBuf]) {
             report.messages,
             newest.map_or("—".into(), |s| format!("{s:.0} s")),
             run / model.max(1e-9),
-            common::pct_ms(lex, 50.0),
-            common::pct_ms(hyb, 50.0)
+            common::pct_ms(lex, 0.5),
+            common::pct_ms(hyb, 0.5)
         );
     }
 }
