@@ -19,6 +19,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Resume(a) => cli::resume::run(&ctx, a),
         Command::Ui(a) => cli::ui::run(&ctx, a),
         Command::Push(a) => cli::team::push(&ctx, a),
+        Command::Pull(a) => cli::team::pull(&ctx, a),
         Command::Team(a) => cli::team::team(&ctx, a),
         Command::Blame(a) => cli::blame::run(&ctx, a),
         Command::Handoff(a) => cli::handoff::run(&ctx, a),

@@ -67,6 +67,9 @@ pub enum Command {
     /// decisions; never a raw transcript) to the team store (PostgreSQL with pgvector):
     /// idempotent, incremental, resumable.
     Push(super::team::PushArgs),
+    /// Bring the team store's documents into a local mirror (a data directory of its own) to
+    /// search offline; what the team forgot is removed from it.
+    Pull(super::team::PullArgs),
     /// The team store: grant and revoke members, list what it holds, forget a session for
     /// everyone.
     Team(super::team::TeamArgs),

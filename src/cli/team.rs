@@ -61,6 +61,47 @@ pub fn push(ctx: &Ctx, a: PushArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Bring the team's documents into a local mirror, to search offline.
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// The team store (`postgres://…`); default `$CONVDEX_TEAM_URL`.
+    #[arg(long)]
+    pub team: Option<String>,
+    /// Only this project.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// The mirror's data directory (default: `team` inside the data directory); search it with
+    /// `convdex --data-dir DIR search …`. Each pull replaces what changed and removes what the
+    /// team forgot.
+    #[arg(long)]
+    pub mirror: Option<std::path::PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `convdex pull`.
+pub fn pull(ctx: &Ctx, a: PullArgs) -> anyhow::Result<()> {
+    let store = TeamStore::connect(&url(a.team.as_deref())?)?;
+    let dir = a.mirror.clone().unwrap_or_else(|| ctx.dir.join("team"));
+    let mirror = convdex::Index::open(&dir, ctx.options()?)?;
+    let report = store.pull(&mirror, a.project.as_deref())?;
+    if a.json {
+        return print_json(&report);
+    }
+    println!(
+        "mirrored {} collections of {} into {}: {} documents written, {} unchanged, {} removed (forgotten by the team)",
+        report.collections,
+        store.shown(),
+        dir.display(),
+        report.written,
+        report.unchanged,
+        report.removed
+    );
+    println!("search it offline: convdex --data-dir {} search \"…\"", dir.display());
+    Ok(())
+}
+
 /// The team store: who may read what, what it holds, a session forgotten for everyone.
 #[derive(Debug, Args)]
 pub struct TeamArgs {
@@ -194,6 +235,41 @@ pub fn search(ctx: &Ctx, a: &super::search::SearchArgs, team: Option<&str>) -> a
         print_hit(h);
     }
     Ok(())
+}
+
+/// The MCP `search` tool with `team: true`: the question asked of `$CONVDEX_TEAM_URL`, as text.
+pub fn mcp_search(index: &convdex::Index, p: &super::mcp::SearchParams) -> anyhow::Result<String> {
+    let store = TeamStore::connect(&url(None)?)?;
+    let mut q = TeamQuery::new(&p.query);
+    q.project = p.project.clone();
+    q.kind = p.kind.as_deref().map(str::parse).transpose()?;
+    q.session = p.session.clone();
+    q.file = p.file.clone();
+    q.tags_any = p.tags.clone().unwrap_or_default();
+    q.since = p.since.as_deref().map(|s| parse_time(s, false)).transpose()?;
+    q.until = p.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
+    q.mode = p.mode.as_deref().map(str::parse).transpose()?.unwrap_or_default();
+    q.limit = p.limit.unwrap_or(8).clamp(1, 50);
+    let embedder = index.embedder()?;
+    let vector = if q.mode == SearchMode::Lexical { None } else { Some(embedder.embed_query(&p.query)?) };
+    let hits = store.search(&q, embedder.model_id(), vector.as_deref())?;
+    if hits.is_empty() {
+        return Ok(format!("no hits in the team store for {:?}; try other words or fewer filters", p.query));
+    }
+    let mut out = format!("{} hits in the team store for {:?}:\n", hits.len(), p.query);
+    for (i, h) in hits.iter().enumerate() {
+        out.push_str(&format!(
+            "\n{}. {}/{} · session {} · {} · {}\n   {}\n",
+            i + 1,
+            h.tenant,
+            h.project,
+            convdex::text::prefix_chars(&h.doc.session_id, 8),
+            h.doc.timestamp.format("%Y-%m-%d %H:%M"),
+            h.doc.kind().as_str(),
+            h.doc.content.chars().take(300).collect::<String>().replace('\n', " ")
+        ));
+    }
+    Ok(out)
 }
 
 fn print_hit(h: &TeamHit) {

@@ -166,6 +166,42 @@ impl Collection {
         self.commit_prepared(docs, prepared, AddReport::default(), None)
     }
 
+    /// Adds (or replaces) documents whose vectors were computed elsewhere, each with its chunk
+    /// vectors in order (at least one, at most 256; a team store's mirror is loaded so). Same
+    /// transaction contract as [`Collection::add`].
+    pub fn add_embedded_chunks(&self, docs: &[Document], vectors: &[Vec<Vec<f32>>]) -> Result<AddReport> {
+        if docs.len() != vectors.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} documents but {} vector lists; give one list of chunk vectors per document",
+                docs.len(),
+                vectors.len()
+            )));
+        }
+        let dim = self.embedder().dim();
+        let mut prepared = Vec::with_capacity(docs.len());
+        for chunks in vectors {
+            if chunks.is_empty() || chunks.len() > crate::ids::VectorId::MAX_CHUNKS as usize {
+                return Err(Error::InvalidArgument(format!(
+                    "a document has {} chunk vectors; give 1 to {} (a document without vectors goes through `add`)",
+                    chunks.len(),
+                    crate::ids::VectorId::MAX_CHUNKS
+                )));
+            }
+            let mut list = Vec::with_capacity(chunks.len());
+            for v in chunks {
+                if v.len() != dim {
+                    return Err(Error::DimensionMismatch { expected: dim, got: v.len() });
+                }
+                let mut vector = v.clone();
+                crate::embed::normalize(&mut vector);
+                list.push(PreparedChunk { key: CacheKey(0), vector, fresh: false });
+            }
+            prepared.push(list);
+        }
+        let prepared = Prepared { model: self.embedder().model_id().to_string(), chunks: prepared, deferred: false };
+        self.commit_prepared(docs, prepared, AddReport::default(), None)
+    }
+
     /// One write transaction for a batch (and, for a session write, its removals and state),
     /// then the graph and the lexical index follow the committed store.
     fn commit_prepared(

@@ -15,6 +15,7 @@
 //! are per project, so a grant on a project's tables is the boundary between rows, and the
 //! database enforces it for any client, SQL included.
 
+mod pull;
 mod search;
 
 use std::collections::{HashMap, HashSet};
@@ -26,6 +27,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::{Document, Index};
 
+pub use pull::PullReport;
 pub use search::{TeamHit, TeamQuery};
 
 /// Documents sent per transaction: a push killed between two resumes from the first batch

@@ -163,6 +163,33 @@ fn a_team_store_on_real_postgres() {
     let cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(!cli.as_array().unwrap().is_empty());
 
+    // The MCP server's search asks the team store when told to.
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let answer = rt.block_on(async {
+        use rmcp::ServiceExt;
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_convdex"))
+            .env("CONVDEX_WARM", "off")
+            .env("CONVDEX_TEAM_URL", &pg.url)
+            .arg("--data-dir")
+            .arg(tmp.path().join("empty-data"))
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+        let client = ().serve((stdout, stdin)).await.expect("initialize");
+        let serde_json::Value::Object(args) = serde_json::json!({"query": decision.content, "team": true}) else {
+            unreachable!()
+        };
+        let r = client.call_tool(rmcp::model::CallToolRequestParams::new("search").with_arguments(args)).await.unwrap();
+        let text: String = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+        client.cancel().await.unwrap();
+        let _ = child.wait().await;
+        text
+    });
+    assert!(answer.contains("in the team store") && answer.contains(&decision.session_id[..8]), "{answer}");
+
     // Two machines push the same project at once into a fresh database: each document once.
     sql(&pg.url, "CREATE DATABASE two").unwrap();
     sql(&pg.as_user("postgres", "two"), "CREATE EXTENSION vector").unwrap();
@@ -205,6 +232,24 @@ fn a_team_store_on_real_postgres() {
     }
     assert!(partial > 0, "no push was killed before its end: the kills tested nothing");
 
+    // A pull mirrors the team's documents for working offline, searchable there; a second
+    // writes nothing.
+    let mirror = tmp.path().join("mirror");
+    let pull = |data: &Path| -> serde_json::Value {
+        let out = convdex(data, &["pull", "--team", &pg.url, "--mirror", mirror.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let pulled = pull(&b);
+    assert_eq!(pulled["written"].as_u64().unwrap() as usize, total, "{pulled}");
+    let again = pull(&b);
+    assert_eq!((again["written"].as_u64(), again["unchanged"].as_u64()), (Some(0), Some(total as u64)), "{again}");
+    let out = convdex(&mirror, &["search", "--json", &decision.content]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&decision.session_id), "the mirror answers offline");
+
     // Who sees what: bob has no grant, alice has the project; revoked, she reads nothing.
     sql(&pg.url, "CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN").unwrap();
     let status = convdex(&a, &["team", "--team", &pg.url, "grant", "alice", "--tenant", "local", "--project", PROJECT])
@@ -243,6 +288,12 @@ fn a_team_store_on_real_postgres() {
     let after = push_json(&b, &pg.url);
     assert!(after["forgotten"].as_u64().unwrap() > 0, "{after}");
     assert_eq!(count(&pg.url), 0, "a forgotten session never comes back");
+    // The next pull takes it out of the mirror too: a forget reaches every copy.
+    let pulled = pull(&b);
+    assert!(pulled["removed"].as_u64().unwrap() > 0, "{pulled}");
+    let mirrored = Index::open(&mirror, Options::default()).unwrap();
+    assert!(mirrored.collection("local", PROJECT).unwrap().session_documents(&session).unwrap().is_empty());
+    drop(mirrored);
     // `convdex forget --team` forgets here and for everyone.
     let other = local.iter().map(|(d, _)| d.session_id.clone()).find(|s| *s != session).expect("a second session");
     let out = convdex(&b, &["forget", "--session", &other, "--team", &pg.url, "--json"]).output().unwrap();

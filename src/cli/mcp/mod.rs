@@ -63,6 +63,9 @@ pub struct SearchParams {
     /// List sessions instead of messages ("which session was it?"): each ranked by its best
     /// hit, with its best hits; `limit` then counts sessions. Default false.
     pub sessions: Option<bool>,
+    /// Search the team's shared memory (the team store at `$CONVDEX_TEAM_URL`) instead of this
+    /// machine's history. Default false.
+    pub team: Option<bool>,
 }
 
 /// Arguments of the `decisions` tool.
@@ -191,6 +194,9 @@ impl Server {
     async fn search(&self, Parameters(p): Parameters<SearchParams>) -> ToolResult {
         let index = self.index.clone();
         blocking(move || {
+            if p.team.unwrap_or(false) {
+                return super::team::mcp_search(&index, &p);
+            }
             let filter = Filter {
                 kinds: p.kind.as_deref().map(str::parse).transpose()?.into_iter().collect(),
                 tags_any: p.tags.unwrap_or_default().iter().map(|t| t.to_lowercase()).collect(),
