@@ -31,6 +31,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             clap_complete::generate(shell, &mut cmd, "convdex", &mut std::io::stdout());
             Ok(())
         }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+            Ok(())
+        }
         Command::Runs(a) => cli::runs::run(a),
         Command::Export(a) => cli::export::run(&ctx, a),
         Command::Session(a) => cli::session::run(&ctx, a),

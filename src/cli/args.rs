@@ -91,6 +91,9 @@ pub enum Command {
     /// Model Context Protocol server over stdio, for Claude Code and other agents
     /// (`claude mcp add convdex -- convdex mcp`).
     Mcp,
+    /// Print the manual page (roff), made from this command line's definition:
+    /// `convdex man > convdex.1`.
+    Man,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -138,4 +141,73 @@ pub enum Command {
         #[command(subcommand)]
         action: ModelsAction,
     },
+}
+
+#[cfg(test)]
+mod readme {
+    use clap::Parser;
+
+    /// A command line split as a POSIX shell would (quotes; no expansion).
+    fn words(line: &str) -> Vec<String> {
+        let (mut out, mut cur, mut quote, mut any) = (Vec::new(), String::new(), None, false);
+        for c in line.chars() {
+            match (quote, c) {
+                (None, '"' | '\'') => {
+                    quote = Some(c);
+                    any = true;
+                }
+                (Some(q), c) if c == q => quote = None,
+                (None, c) if c.is_whitespace() => {
+                    if any || !cur.is_empty() {
+                        out.push(std::mem::take(&mut cur));
+                    }
+                    any = false;
+                }
+                (_, c) => cur.push(c),
+            }
+        }
+        if any || !cur.is_empty() {
+            out.push(cur);
+        }
+        out
+    }
+
+    /// Every `convdex …` line of the README's shell blocks is a command this build accepts,
+    /// as written (a renamed flag or command fails here, not in a reader's terminal).
+    #[test]
+    fn every_command_in_the_readme_parses() {
+        let readme = include_str!("../../README.md");
+        let mut in_sh = false;
+        let mut seen = 0;
+        for line in readme.lines() {
+            if line.starts_with("```") {
+                in_sh = line.trim() == "```sh";
+                continue;
+            }
+            let code = line.split(" #").next().unwrap_or("").trim();
+            if !in_sh || !code.starts_with("convdex ") {
+                continue;
+            }
+            let args = words(code);
+            if let Err(e) = super::Cli::try_parse_from(&args) {
+                panic!("README: `{code}` does not parse: {e}");
+            }
+            seen += 1;
+        }
+        assert!(seen >= 8, "only {seen} convdex commands found in the README's sh blocks");
+    }
+
+    /// The manual page is made from the command line's definition and names every command.
+    #[test]
+    fn the_manual_page_names_every_command() {
+        let cmd = <super::Cli as clap::CommandFactory>::command();
+        let names: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().to_string()).collect();
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd).render(&mut page).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert!(page.contains(".TH convdex 1"));
+        for name in names {
+            assert!(page.contains(&name), "the manual page lacks `{name}`");
+        }
+    }
 }

@@ -31,8 +31,9 @@ pub struct ForgetArgs {
     #[arg(long)]
     pub no_compact: bool,
     /// Forget in the team store too, for everyone (a tombstone stops every machine from pushing
-    /// the session again): `--team postgres://…`, or `--team` alone for `$CONVDEX_TEAM_URL`.
-    #[arg(long, num_args = 0..=1, default_missing_value = "")]
+    /// the session again): `--team postgres://…` (`--team "$CONVDEX_TEAM_URL"` for the
+    /// configured one).
+    #[arg(long)]
     pub team: Option<String>,
     /// Print JSON.
     #[arg(long)]

@@ -70,9 +70,9 @@ pub struct SearchArgs {
     /// sessions.
     #[arg(long)]
     pub sessions: bool,
-    /// Ask the team store instead (PostgreSQL with pgvector): `--team postgres://…`, or
-    /// `--team` alone for `$CONVDEX_TEAM_URL`.
-    #[arg(long, num_args = 0..=1, default_missing_value = "")]
+    /// Ask the team store instead (PostgreSQL with pgvector): `--team postgres://…`
+    /// (`--team "$CONVDEX_TEAM_URL"` for the configured one).
+    #[arg(long)]
     pub team: Option<String>,
     /// Print JSON.
     #[arg(long)]
