@@ -13,8 +13,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// GET `path` with the app's cookie: (status, body bytes, wall time).
-fn get(port: u16, path: &str, cookie: &str) -> (u16, usize, Duration) {
+/// GET `path` with the app's cookie: (status, body, wall time).
+fn get(port: u16, path: &str, cookie: &str) -> (u16, String, Duration) {
     let t = Instant::now();
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n");
@@ -25,7 +25,7 @@ fn get(port: u16, path: &str, cookie: &str) -> (u16, usize, Duration) {
     let text = String::from_utf8_lossy(&raw);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, body.len(), wall)
+    (status, body.to_string(), wall)
 }
 
 fn enc(s: &str) -> String {
@@ -79,27 +79,12 @@ fn main() {
     let first = started.elapsed();
 
     // A session, a project and a file to open: the first hit's.
-    let session = {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let req = format!(
-            "GET /search?q={}&group=sessions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n",
-            enc(QUESTIONS[0])
-        );
-        s.write_all(req.as_bytes()).unwrap();
-        let mut body = String::new();
-        let _ = s.read_to_string(&mut body);
-        body.split("href=\"/session/").nth(1).and_then(|r| r.split('"').next()).unwrap_or("").to_string()
+    let after = |body: &str, prefix: &str| -> String {
+        body.split(prefix).nth(1).and_then(|r| r.split('"').next()).unwrap_or("").to_string()
     };
-    let project = {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let req = format!(
-            "GET /session/{session} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
-        );
-        s.write_all(req.as_bytes()).unwrap();
-        let mut body = String::new();
-        let _ = s.read_to_string(&mut body);
-        body.split("href=\"/project/").nth(1).and_then(|r| r.split('"').next()).unwrap_or("").to_string()
-    };
+    let session =
+        after(&get(port, &format!("/search?q={}&group=sessions", enc(QUESTIONS[0])), &cookie).1, "href=\"/session/");
+    let project = after(&get(port, &format!("/session/{session}"), &cookie).1, "href=\"/project/");
     let pages: Vec<(&str, Vec<String>)> = vec![
         (
             "search (as you type, fragment)",
@@ -112,7 +97,7 @@ fn main() {
         ("file", vec!["/file?path=README.md".into()]),
         ("health", vec!["/health".into()]),
     ];
-    let assets = get(port, "/static/app.js", &cookie).1 + get(port, "/static/style.css", &cookie).1;
+    let assets = get(port, "/static/app.js", &cookie).1.len() + get(port, "/static/style.css", &cookie).1.len();
     let mut rows = Vec::new();
     for (name, paths) in &pages {
         let (status, _, cold) = get(port, &paths[0], &cookie);
@@ -120,10 +105,10 @@ fn main() {
         let mut warm = Vec::new();
         let mut bytes = 0;
         for p in paths.iter().cycle().take(rounds) {
-            let (status, n, wall) = get(port, p, &cookie);
+            let (status, body, wall) = get(port, p, &cookie);
             assert_eq!(status, 200, "{name}");
             warm.push(wall);
-            bytes = bytes.max(n);
+            bytes = bytes.max(body.len());
         }
         rows.push((name.to_string(), cold, common::pct_ms(warm.clone(), 0.5), common::pct_ms(warm, 0.95), bytes));
     }

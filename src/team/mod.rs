@@ -24,8 +24,9 @@ use std::sync::Mutex;
 use postgres::{Client, NoTls};
 use serde::Serialize;
 
+use crate::doc::Document;
 use crate::error::{Error, Result};
-use crate::{Document, Index};
+use crate::index::Index;
 
 pub use pull::PullReport;
 pub use search::{TeamHit, TeamQuery};
@@ -339,6 +340,17 @@ impl TeamStore {
             let n = tx.execute(&format!("DELETE FROM {d} WHERE session_id = $1"), &[&session_id])?;
             tx.commit()?;
             Ok(n as usize)
+        })
+    }
+
+    /// Whether `project` of `tenant` holds vectors of `model`.
+    pub(crate) fn has_model(&self, tenant: &str, project: &str, model: &str) -> Result<bool> {
+        self.with(|c| {
+            Ok(c.query_one(
+                &format!("SELECT EXISTS (SELECT 1 FROM {}.models WHERE project = $1 AND model = $2)", schema(tenant)),
+                &[&project, &model],
+            )?
+            .get(0))
         })
     }
 

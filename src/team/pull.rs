@@ -4,9 +4,10 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::{TeamStore, docs_table, schema, vectors_table};
+use super::{TeamStore, docs_table, vectors_table};
+use crate::doc::{DocKind, Document};
 use crate::error::{Error, Result};
-use crate::{Document, Index};
+use crate::index::Index;
 
 /// What a pull did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -35,16 +36,7 @@ impl TeamStore {
             }
             let coll = mirror.collection(&tenant, &name)?;
             let d = docs_table(&tenant, &name);
-            let has_model: bool = self.with(|c| {
-                Ok(c.query_one(
-                    &format!(
-                        "SELECT EXISTS (SELECT 1 FROM {}.models WHERE project = $1 AND model = $2)",
-                        schema(&tenant)
-                    ),
-                    &[&name, &model],
-                )?
-                .get(0))
-            })?;
+            let has_model = self.has_model(&tenant, &name, &model)?;
             let rows = self.with(|c| c.query(&format!("SELECT doc::text, hash FROM {d}"), &[]))?;
             let mut vectors: HashMap<uuid::Uuid, Vec<(i32, String)>> = HashMap::new();
             if has_model {
@@ -53,11 +45,11 @@ impl TeamStore {
                     vectors.entry(r.get(0)).or_default().push((r.get(1), r.get(2)));
                 }
             }
-            let held: HashMap<uuid::Uuid, String> = coll
-                .documents_with_vectors()?
-                .into_iter()
-                .map(|(doc, _)| (doc.id, super::doc_hash(&doc, &[])))
-                .collect();
+            // What the mirror holds, by the document alone (its vectors follow its text).
+            let mut held: HashMap<uuid::Uuid, String> = HashMap::new();
+            for kind in [DocKind::Message, DocKind::Decision, DocKind::Summary] {
+                held.extend(coll.documents_of_kind(kind)?.iter().map(|doc| (doc.id, super::doc_hash(doc, &[]))));
+            }
             let mut team_ids = HashSet::new();
             let (mut with_vectors, mut chunks, mut to_embed) = (Vec::new(), Vec::new(), Vec::new());
             for r in rows {
@@ -71,7 +63,6 @@ impl TeamStore {
                 let mut vs = vectors.remove(&doc.id).unwrap_or_default();
                 vs.sort_by_key(|(chunk, _)| *chunk);
                 let vs: Vec<Vec<f32>> = vs.iter().map(|(_, text)| parse_vector(text)).collect();
-                // The document as it is (its vectors follow its text and the model).
                 if held.get(&doc.id) == Some(&super::doc_hash(&doc, &[])) {
                     report.unchanged += 1;
                     continue;

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use postgres::types::ToSql;
 use serde::Serialize;
 
-use super::{TeamStore, docs_table, lexemes, schema, vector_literal, vectors_table};
+use super::{TeamStore, docs_table, lexemes, vector_literal, vectors_table};
 use crate::doc::{DocKind, Document};
 use crate::error::{Error, Result};
 use crate::search::SearchMode;
@@ -148,22 +148,13 @@ impl TeamStore {
                 continue;
             }
             let d = docs_table(&tenant, &project);
-            let has_model: bool = self.with(|c| {
-                Ok(c.query_one(
-                    &format!(
-                        "SELECT EXISTS (SELECT 1 FROM {}.models WHERE project = $1 AND model = $2)",
-                        schema(&tenant)
-                    ),
-                    &[&project, &model],
-                )?
-                .get(0))
-            })?;
+            let has_model = self.has_model(&tenant, &project, model)?;
             if let (Some(v), true, true) = (vector, has_model, q.mode != SearchMode::Lexical) {
                 let vt = vectors_table(&tenant, &project, model);
                 let (filters, mut params) = q.clauses(2);
                 params.insert(0, Box::new(vector_literal(v)));
                 let sql = format!(
-                    "SELECT d.doc::text, 1 - (v.embedding <=> $1::text::vector) FROM {vt} v JOIN {d} d ON d.id = v.id
+                    "SELECT d.doc::text, (1 - (v.embedding <=> $1::text::vector))::real FROM {vt} v JOIN {d} d ON d.id = v.id
                      WHERE {filters} ORDER BY v.embedding <=> $1::text::vector LIMIT {pool}"
                 );
                 // A filter: an exact scan (the graph of pgvector 0.6 filters after its walk and
@@ -192,6 +183,8 @@ impl TeamStore {
         Ok(fuse(semantic, lexical, q.limit))
     }
 
+    /// Runs `sql` after `setting` in one transaction: (score, document) per row, both queries
+    /// selecting the document's JSON and a `real` score.
     fn rows(&self, setting: &str, sql: &str, params: &[Box<dyn ToSql + Sync>]) -> Result<Vec<(f32, Document)>> {
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
         let rows = self.with(|c| {
@@ -204,13 +197,13 @@ impl TeamStore {
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
             let json: String = r.get(0);
-            let score: f64 = r.try_get::<_, f64>(1).or_else(|_| r.try_get::<_, f32>(1).map(f64::from)).unwrap_or(0.0);
+            let score: f32 = r.get(1);
             let doc: Document = serde_json::from_str(&json).map_err(|e| Error::Team {
                 store: self.shown.clone(),
                 reason: format!("a stored document does not decode ({e})"),
                 fix: "push the project again from a machine that holds it (`convdex push`)".into(),
             })?;
-            out.push((score as f32, doc));
+            out.push((score, doc));
         }
         Ok(out)
     }
