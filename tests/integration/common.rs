@@ -52,3 +52,16 @@ pub fn sample_history() -> (tempfile::TempDir, std::path::PathBuf) {
     }
     (tmp, transcript.expect("the sample has a transcript"))
 }
+
+/// Copies the folder `from` into `to`, subfolders included (created as needed).
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}

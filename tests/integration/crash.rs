@@ -14,16 +14,10 @@ use std::time::{Duration, Instant};
 use convdex::testutil::Rng;
 use serde_json::Value;
 
+use super::common::copy_dir;
+
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/transcripts")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let t = to.join(e.file_name());
-        if e.path().is_dir() { copy_dir(&e.path(), &t) } else { std::fs::copy(e.path(), t).map(|_| ()).unwrap() }
-    }
 }
 
 /// Two real project folders: a Windows one in Chinese and a macOS one in English.

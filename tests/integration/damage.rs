@@ -14,6 +14,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use super::common::copy_dir;
+
 fn fresh(project: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/fresh/transcripts").join(project)
 }
@@ -35,18 +37,6 @@ fn convdex(data: &Path, args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 fn stats(data: &Path) -> Vec<Value> {

@@ -7,6 +7,8 @@ use convdex::{CollectionOptions, DocKind, Error, PlanPath, RebuildReason, Search
 
 use crate::common::{clustered_vectors, doc, hash_index};
 
+use super::common::copy_dir;
+
 fn recall(graph: &[uuid::Uuid], exact: &[uuid::Uuid]) -> f32 {
     if exact.is_empty() {
         return 1.0;
@@ -250,14 +252,6 @@ fn stale_graph_is_caught_up() {
     }
     let hits = coll.search("alpha beta").exact(false).run().unwrap();
     assert_eq!(hits.iter().map(|h| h.doc.session_id.as_str()).collect::<Vec<_>>(), ["b"]);
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-    }
 }
 
 #[test]

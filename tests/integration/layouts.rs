@@ -17,20 +17,10 @@ use serde_json::{Value, json};
 
 use crate::common::hash_index;
 
+use super::common::copy_dir;
+
 fn fresh() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/fresh")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -10,6 +10,8 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
+use super::common::copy_dir;
+
 struct Cli {
     data: tempfile::TempDir,
 }
@@ -183,14 +185,6 @@ fn two_projects(cli: &Cli) -> tempfile::TempDir {
     copy_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample/projects").as_path(), &projects);
     cli.ok(&["index", projects.to_str().unwrap()]);
     history
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let t = to.join(e.file_name());
-        if e.path().is_dir() { copy_dir(&e.path(), &t) } else { std::fs::copy(e.path(), t).map(|_| ()).unwrap() }
-    }
 }
 
 /// Defects 4 and 7: one flipped byte (the offsets of the campaign) or a truncation of one

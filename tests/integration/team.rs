@@ -13,6 +13,8 @@ use std::time::Duration;
 use convdex::team::{TeamQuery, TeamStore};
 use convdex::{DocKind, Index, Options, SearchMode};
 
+use super::common::copy_dir;
+
 /// A PostgreSQL server for one test, stopped (and its files deleted) when dropped.
 struct Postgres {
     child: Child,
@@ -59,18 +61,6 @@ fn sql(url: &str, statements: &str) -> Result<(), postgres::Error> {
 fn query(url: &str, q: &str) -> Result<Vec<postgres::Row>, postgres::Error> {
     let mut c = postgres::Client::connect(url, postgres::NoTls)?;
     c.query(q, &[])
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 const PROJECT_DIR: &str = "umaionigiri+claudefiles/projects/-Users-so-MyWorkSpace-scibit-petabit-bpaas";

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::common::copy_dir;
+
 /// One HTTP/1.1 exchange (`Connection: close`): status, headers, body.
 fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
@@ -227,18 +229,6 @@ fn hostile_session(projects: &Path) -> String {
     ];
     std::fs::write(dir.join(format!("{id}.jsonl")), lines.join("\n") + "\n").unwrap();
     id.to_string()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]
