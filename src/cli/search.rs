@@ -114,7 +114,7 @@ impl SearchArgs {
 /// Runs `convdex search`.
 pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     if let Some(team) = &a.team {
-        return super::team::search(ctx, &a, Some(team));
+        return team_search(ctx, &a, team);
     }
     // This process answers one search and exits: it scans every collection's vectors exactly
     // instead of reading graph links it would walk once (measured at 20 projects of 50,000
@@ -206,5 +206,25 @@ fn print_sessions(sessions: Vec<convdex::SessionFound>, json: bool) -> anyhow::R
             println!("     {:>3} {} ({}) {text}", h.relevance, role(&h.doc), matched(h));
         }
     }
+    Ok(())
+}
+
+/// `convdex search --team URL`: the same flags asked of the team store.
+fn team_search(ctx: &Ctx, a: &SearchArgs, team: &str) -> anyhow::Result<()> {
+    let mut q = convdex::team::TeamQuery::new(&a.query);
+    q.project = a.project.clone();
+    q.kind = a.kind;
+    q.session = a.session.clone();
+    q.file = a.file.clone();
+    q.tags_any = a.tag.clone();
+    q.since = a.since.as_deref().map(|s| parse_time(s, false)).transpose()?;
+    q.until = a.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
+    q.mode = a.mode;
+    q.limit = a.limit;
+    let (shown, hits) = super::team::ask(&ctx.index()?, Some(team), &q)?;
+    if a.json {
+        return print_json(&hits);
+    }
+    super::team::print_hits(&shown, &hits);
     Ok(())
 }

@@ -2,12 +2,11 @@
 //! pgvector). The URL comes from `--team URL`, else `$CONVDEX_TEAM_URL`.
 
 use clap::{Args, Subcommand};
+use convdex::SearchMode;
 use convdex::team::{TeamHit, TeamQuery, TeamStore};
-use convdex::{DocKind, SearchMode};
 
 use super::Ctx;
 use super::print_json;
-use super::render::parse_time;
 
 /// Where the team store is: `--team URL`, else `$CONVDEX_TEAM_URL`.
 pub fn url(given: Option<&str>) -> anyhow::Result<String> {
@@ -207,84 +206,32 @@ fn scope(tenant: &str, project: Option<&str>) -> String {
     }
 }
 
-/// `convdex search --team`: the question asked of the team store.
-#[allow(clippy::too_many_arguments)]
-pub fn search(ctx: &Ctx, a: &super::search::SearchArgs, team: Option<&str>) -> anyhow::Result<()> {
-    let store = TeamStore::connect(&url(team)?)?;
-    let mut q = TeamQuery::new(&a.query);
-    q.project = a.project.clone();
-    q.kind = a.kind;
-    q.session = a.session.clone();
-    q.file = a.file.clone();
-    q.tags_any = a.tag.clone();
-    q.since = a.since.as_deref().map(|s| parse_time(s, false)).transpose()?;
-    q.until = a.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
-    q.mode = a.mode;
-    q.limit = a.limit;
-    let index = ctx.index()?;
+/// A question asked of the team store at `url` (`None`: `$CONVDEX_TEAM_URL`), embedded by
+/// `index`'s model unless it asks by words only: the store's address (for messages) and its hits.
+/// `convdex search --team` and the MCP `search` tool with `team: true` ask through this.
+pub fn ask(index: &convdex::Index, url_given: Option<&str>, q: &TeamQuery) -> anyhow::Result<(String, Vec<TeamHit>)> {
+    let store = TeamStore::connect(&url(url_given)?)?;
     let embedder = index.embedder()?;
-    let vector = if a.mode == SearchMode::Lexical { None } else { Some(embedder.embed_query(&a.query)?) };
-    let hits = store.search(&q, embedder.model_id(), vector.as_deref())?;
-    if a.json {
-        return print_json(&hits);
-    }
-    if hits.is_empty() {
-        println!("no hits in {}", store.shown());
-    }
-    for h in &hits {
-        print_hit(h);
-    }
-    Ok(())
+    let vector = if q.mode == SearchMode::Lexical { None } else { Some(embedder.embed_query(&q.text)?) };
+    let hits = store.search(q, embedder.model_id(), vector.as_deref())?;
+    Ok((store.shown().to_string(), hits))
 }
 
-/// The MCP `search` tool with `team: true`: the question asked of `$CONVDEX_TEAM_URL`, as text.
-pub fn mcp_search(index: &convdex::Index, p: &super::mcp::SearchParams) -> anyhow::Result<String> {
-    let store = TeamStore::connect(&url(None)?)?;
-    let mut q = TeamQuery::new(&p.query);
-    q.project = p.project.clone();
-    q.kind = p.kind.as_deref().map(str::parse).transpose()?;
-    q.session = p.session.clone();
-    q.file = p.file.clone();
-    q.tags_any = p.tags.clone().unwrap_or_default();
-    q.since = p.since.as_deref().map(|s| parse_time(s, false)).transpose()?;
-    q.until = p.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
-    q.mode = p.mode.as_deref().map(str::parse).transpose()?.unwrap_or_default();
-    q.limit = p.limit.unwrap_or(8).clamp(1, 50);
-    let embedder = index.embedder()?;
-    let vector = if q.mode == SearchMode::Lexical { None } else { Some(embedder.embed_query(&p.query)?) };
-    let hits = store.search(&q, embedder.model_id(), vector.as_deref())?;
+/// Prints team hits, a line each.
+pub fn print_hits(shown: &str, hits: &[TeamHit]) {
     if hits.is_empty() {
-        return Ok(format!("no hits in the team store for {:?}; try other words or fewer filters", p.query));
+        println!("no hits in {shown}");
     }
-    let mut out = format!("{} hits in the team store for {:?}:\n", hits.len(), p.query);
-    for (i, h) in hits.iter().enumerate() {
-        out.push_str(&format!(
-            "\n{}. {}/{} · session {} · {} · {}\n   {}\n",
-            i + 1,
+    for h in hits {
+        let text: String = h.doc.content.chars().take(200).collect();
+        println!(
+            "{}/{}  {}  {}  {}  {}",
             h.tenant,
             h.project,
-            convdex::text::prefix_chars(&h.doc.session_id, 8),
+            super::render::short(&h.doc.session_id),
             h.doc.timestamp.format("%Y-%m-%d %H:%M"),
             h.doc.kind().as_str(),
-            h.doc.content.chars().take(300).collect::<String>().replace('\n', " ")
-        ));
+            text.replace('\n', " ")
+        );
     }
-    Ok(out)
-}
-
-fn print_hit(h: &TeamHit) {
-    let kind = match h.doc.kind() {
-        DocKind::Message => "message",
-        DocKind::Decision => "decision",
-        DocKind::Summary => "summary",
-    };
-    let text: String = h.doc.content.chars().take(200).collect();
-    println!(
-        "{}/{}  {}  {}  {kind}  {}",
-        h.tenant,
-        h.project,
-        convdex::text::prefix_chars(&h.doc.session_id, 8),
-        h.doc.timestamp.format("%Y-%m-%d %H:%M"),
-        text.replace('\n', " ")
-    );
 }

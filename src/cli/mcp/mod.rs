@@ -195,7 +195,7 @@ impl Server {
         let index = self.index.clone();
         blocking(move || {
             if p.team.unwrap_or(false) {
-                return super::team::mcp_search(&index, &p);
+                return team_search(&index, &p);
             }
             let filter = Filter {
                 kinds: p.kind.as_deref().map(str::parse).transpose()?.into_iter().collect(),
@@ -470,4 +470,36 @@ fn sessions_text(sessions: Vec<convdex::SessionFound>, text: &str) -> String {
         }
     }
     out
+}
+
+/// The `search` tool with `team: true`: the question asked of `$CONVDEX_TEAM_URL`, as text.
+fn team_search(index: &convdex::Index, p: &SearchParams) -> anyhow::Result<String> {
+    let mut q = convdex::team::TeamQuery::new(&p.query);
+    q.project = p.project.clone();
+    q.kind = p.kind.as_deref().map(str::parse).transpose()?;
+    q.session = p.session.clone();
+    q.file = p.file.clone();
+    q.tags_any = p.tags.clone().unwrap_or_default();
+    q.since = p.since.as_deref().map(|s| parse_time(s, false)).transpose()?;
+    q.until = p.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
+    q.mode = p.mode.as_deref().map(str::parse).transpose()?.unwrap_or_default();
+    q.limit = bounded("limit", p.limit, 8, 50)?;
+    let (_, hits) = super::team::ask(index, None, &q)?;
+    if hits.is_empty() {
+        return Ok(format!("no hits in the team store for {:?}; try other words or fewer filters", p.query));
+    }
+    let mut out = format!("{} hits in the team store for {:?}:\n", hits.len(), p.query);
+    for (i, h) in hits.iter().enumerate() {
+        out.push_str(&format!(
+            "\n{}. {}/{} · session {} · {} · {}\n   {}\n",
+            i + 1,
+            h.tenant,
+            h.project,
+            short(&h.doc.session_id),
+            h.doc.timestamp.format("%Y-%m-%d %H:%M"),
+            h.doc.kind().as_str(),
+            h.doc.content.chars().take(300).collect::<String>().replace('\n', " ")
+        ));
+    }
+    Ok(out)
 }

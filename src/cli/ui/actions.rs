@@ -1,8 +1,9 @@
 //! What the app changes: a note remembered, a session tagged, a session forgotten (after a
 //! confirmation). Every action is a POST carrying the run's CSRF token (checked by the router).
 
-use super::html::{csrf_input, enc, esc, page, short};
+use super::html::{csrf_input, enc, esc, page};
 use super::{App, Reply, Req, problem_html};
+use crate::cli::render::short;
 
 /// Runs the action the form names, then shows where it acted.
 pub(crate) fn act(app: &App, req: &Req) -> Reply {

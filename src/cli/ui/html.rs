@@ -149,11 +149,6 @@ pub fn csrf_input(csrf: &str) -> String {
     format!("<input type=\"hidden\" name=\"csrf\" value=\"{}\">", esc(csrf))
 }
 
-/// The first eight characters of an id.
-pub fn short(id: &str) -> &str {
-    convdex::text::prefix_chars(id, 8)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

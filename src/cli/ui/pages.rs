@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 
 use convdex::{DecisionFilter, DocBody, DocKind, Document, Filter, Query, SearchMode};
 
-use super::html::{csrf_input, esc, marked, page, short};
+use super::html::{csrf_input, esc, marked, page};
 use super::{App, Reply, Req, problem_html};
+use crate::cli::render::short;
 
 /// The query a search page asks, from its parameters (a bad one is an error to show).
 fn query_of(req: &Req) -> anyhow::Result<Query> {

@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 
 use convdex::{DocBody, DocKind, FileAction};
 
-use super::html::{enc, esc, page, short};
+use super::html::{enc, esc, page};
 use super::{App, Reply, Req, problem_html};
+use crate::cli::render::short;
 
 /// `/file?path=…`: the sessions that read or changed a file, newest first, with what they did,
 /// their decisions and commits.
