@@ -46,13 +46,13 @@ impl std::fmt::Display for DocKind {
 }
 
 impl std::str::FromStr for DocKind {
-    type Err = crate::Error;
-    fn from_str(s: &str) -> crate::Result<Self> {
+    type Err = crate::error::Error;
+    fn from_str(s: &str) -> crate::error::Result<Self> {
         match s.to_ascii_lowercase().as_str() {
             "message" | "messages" => Ok(DocKind::Message),
             "decision" | "decisions" => Ok(DocKind::Decision),
             "summary" | "summaries" => Ok(DocKind::Summary),
-            _ => Err(crate::Error::InvalidArgument(format!(
+            _ => Err(crate::error::Error::InvalidArgument(format!(
                 "unknown document type `{s}`; use message, decision or summary"
             ))),
         }

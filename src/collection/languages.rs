@@ -131,7 +131,7 @@ mod tests {
 
     /// An index over the test embedder in `dir`.
     fn index(dir: &std::path::Path) -> Index {
-        Index::open(dir, Options::default().embedder(Arc::new(crate::HashEmbedder::new(64)))).unwrap()
+        Index::open(dir, Options::default().embedder(Arc::new(crate::embed::HashEmbedder::new(64)))).unwrap()
     }
 
     /// The `i`th message of session `s`.
@@ -165,8 +165,8 @@ mod tests {
     #[test]
     fn the_query_vectors_add_the_glosses_at_their_weight() {
         use crate::vector::dot;
-        let e = crate::HashEmbedder::new(64);
-        let g = crate::Glossary::builtin();
+        let e = crate::embed::HashEmbedder::new(64);
+        let g = crate::lexical::Glossary::builtin();
         let none = [false; 4];
         let q = "数据库迁移到新的分支";
         let own = e.embed_query(q).unwrap();
@@ -273,7 +273,8 @@ mod tests {
         en.add(&english).unwrap();
         assert_eq!((zh.languages(), en.languages()), ([false, true, false, false], [false; 4]));
         for q in ["migrate the database to the new branch", "数据库迁移"] {
-            let query = crate::Query { mode: Some(SearchMode::Semantic), limit: 30, ..crate::Query::new(q) };
+            let query =
+                crate::search::Query { mode: Some(SearchMode::Semantic), limit: 30, ..crate::search::Query::new(q) };
             let across = index.search(None, &query).unwrap();
             assert!(across.skipped.is_empty());
             let mut seen = 0;

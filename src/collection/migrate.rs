@@ -196,7 +196,7 @@ impl Collection {
         let vectors = target.embed(&strs)?;
         for ((key, _), v) in todo.iter().zip(vectors) {
             if v.len() != dim {
-                return Err(crate::Error::DimensionMismatch { expected: dim, got: v.len() });
+                return Err(crate::error::Error::DimensionMismatch { expected: dim, got: v.len() });
             }
             found.insert(*key, v);
         }
@@ -233,7 +233,7 @@ impl Collection {
         self.graph_locked()?;
         let tx = self.db.begin_write()?;
         let Some(state) = meta::migration_in(&tx)? else {
-            return Err(crate::Error::InvalidArgument("no migration in progress to finish".into()));
+            return Err(crate::error::Error::InvalidArgument("no migration in progress to finish".into()));
         };
         let stragglers = {
             let docs = tx.open_table(DOCS)?;

@@ -144,7 +144,7 @@ impl<'c> SearchBuilder<'c> {
         self
     }
     /// Documents written by this agent (repeat for any of several).
-    pub fn agent(mut self, agent: crate::Agent) -> Self {
+    pub fn agent(mut self, agent: crate::ingest::layout::Agent) -> Self {
         self.query.filter.agents.push(agent);
         self
     }
@@ -243,7 +243,7 @@ pub(crate) struct Snapshot {
 
 /// What [`shown`] returns: the hits with their documents, and the pools whose documents could
 /// not be read, with why.
-pub(crate) type Shown = (Vec<(fuse::Ranked, crate::Document)>, Vec<(usize, String)>);
+pub(crate) type Shown = (Vec<(fuse::Ranked, crate::doc::Document)>, Vec<(usize, String)>);
 
 /// The first `limit` ranked candidates with their documents, read from the snapshot of the
 /// pool each came from (`snapshots[r.pool]`), and the pools whose documents could not be read
@@ -274,7 +274,7 @@ pub(crate) fn shown(ranked: Vec<fuse::Ranked>, limit: usize, snapshots: &[Snapsh
 }
 
 /// A ranked candidate and its document as a [`Hit`].
-pub(crate) fn hit(r: fuse::Ranked, doc: crate::Document, terms: &[String], plan: Plan) -> Hit {
+pub(crate) fn hit(r: fuse::Ranked, doc: crate::doc::Document, terms: &[String], plan: Plan) -> Hit {
     let fuse::Ranked { candidate, score, relevance, folded, .. } = r;
     let fuse::Candidate { chunk, signals, .. } = candidate;
     let snippet = if signals.lexical.is_some() { crate::lexical::snippet(&doc.content, terms, 160) } else { None };
@@ -327,7 +327,7 @@ impl Collection {
             return Ok((pool, plan, Snapshot { docs }));
         }
         // A fixed depth: the same candidates, hence the same order, whatever the limit.
-        let want = query.limit.max(crate::POOL_DEPTH);
+        let want = query.limit.max(crate::search::POOL_DEPTH);
         // (doc, cosine, chunk), best first, one entry per document.
         let mut semantic: Vec<(u64, f32, u32)> = Vec::new();
         // Each query vector's background moments (the first one's calibrates the pool).

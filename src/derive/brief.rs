@@ -228,7 +228,7 @@ mod tests {
             summary: text.into(),
             alternatives: vec![],
             reasoning: Some("it is embedded".into()),
-            confidence: crate::extract::TRUSTED_CONFIDENCE,
+            confidence: crate::derive::extract::TRUSTED_CONFIDENCE,
             source_message_uuid: String::new(),
             status,
             superseded_by: None,

@@ -160,7 +160,7 @@ pub fn trusted(d: &Document) -> bool {
     match &d.body {
         DocBody::Decision(f) => {
             d.extraction_method == crate::doc::ExtractionMethod::Manual
-                || f.confidence >= crate::extract::TRUSTED_CONFIDENCE
+                || f.confidence >= crate::derive::extract::TRUSTED_CONFIDENCE
         }
         _ => false,
     }

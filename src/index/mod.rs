@@ -349,7 +349,7 @@ impl Index {
     /// [`crate::index_paths`] adds to tell apart projects of the same name; names compare
     /// normalised), or all, without opening them.
     pub fn collections_of(&self, project: Option<&str>) -> Result<Vec<CollectionInfo>> {
-        let project = project.map(crate::normalize_name);
+        let project = project.map(crate::text::normalize_name);
         let mut all = self.collections()?;
         if let Some(p) = project {
             all.retain(|i| i.project == p || i.project.starts_with(&format!("{p}-")));

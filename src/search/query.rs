@@ -42,7 +42,7 @@ pub struct Filter {
     /// Documents at or before this time.
     pub until: Option<DateTime<Utc>>,
     /// Documents written by one of these agents (`claude-code`, `codex`, `gemini`, `aider`).
-    pub agents: Vec<crate::Agent>,
+    pub agents: Vec<crate::ingest::layout::Agent>,
 }
 
 /// A secondary index of the store.
@@ -278,7 +278,7 @@ mod tests {
         r.ranking.fusion = Fusion::Rrf { k: f32::NAN };
         assert!(matches!(r.validate(), Err(Error::InvalidArgument(m)) if m.contains("RRF k")));
         r.ranking = Ranking {
-            recent: Some(crate::Recency { half_life_days: 0.0, ..Default::default() }),
+            recent: Some(crate::search::ranking::Recency { half_life_days: 0.0, ..Default::default() }),
             ..Default::default()
         };
         assert!(matches!(r.validate(), Err(Error::InvalidArgument(m)) if m.contains("half-life")));
