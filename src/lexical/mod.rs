@@ -21,16 +21,7 @@ pub(crate) use glossary::{Languages, cjk_languages};
 pub use tokenize::{LexicalQuery, MAX_CLAUSES, analyze, snippet, tokens};
 use tokenize::{TOKENIZER, analyzer};
 
-/// What calibrates a query's BM25 scores (computed below, read by the search's fusion):
-/// `reference` is what BM25 gives a document of average length containing every query term once, so
-/// `BM25 / reference` is the share of the query a document matches, comparable between queries
-/// and collections; `required` is the part of `reference` carried by the quoted phrases,
-/// identifiers and required terms, which every hit matches whatever its length.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct LexicalScale {
-    pub(crate) reference: f32,
-    pub(crate) required: f32,
-}
+use crate::search::LexicalScale;
 
 /// A query's words as the lexical index asks them, made once per search and shared by every
 /// collection it asks and by the snippets: the query parsed, its translations when translation

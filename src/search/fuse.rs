@@ -28,7 +28,6 @@
 use std::collections::HashMap;
 
 use crate::doc::DecisionStatus;
-use crate::lexical::LexicalScale;
 use crate::search::fields::RankFields;
 use crate::search::mode::SearchMode;
 use crate::search::ranking::{Context, Fusion, Ranking, Recency, Signals};
@@ -86,6 +85,17 @@ impl Background {
         // A degenerate sample (one vector, identical vectors) must not divide by zero.
         Some((mean as f32, (sd as f32).max(0.02)))
     }
+}
+
+/// What calibrates a query's BM25 scores (used by the fusion below; the lexical index computes it): `reference` is
+/// what BM25 gives a document of average length containing every query term once, so
+/// `BM25 / reference` is the share of the query a document matches, comparable between queries
+/// and collections; `required` is the part of `reference` carried by the quoted phrases,
+/// identifiers and required terms, which every hit matches whatever its length.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct LexicalScale {
+    pub(crate) reference: f32,
+    pub(crate) required: f32,
 }
 
 /// One candidate document of a pool, its signals filled by the collection (raw cosine for

@@ -12,8 +12,8 @@ mod ranking;
 mod tuned;
 
 use crate::doc::Document;
-pub(crate) use fuse::Background;
 pub use fuse::POOL_DEPTH;
+pub(crate) use fuse::{Background, LexicalScale};
 pub use plan::{Plan, PlanPath};
 pub use query::{Filter, MAX_LIMIT, MAX_QUERY_BYTES, Query, SearchMode, asks_about_a_decision};
 pub use ranking::{
