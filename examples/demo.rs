@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use convdex::{DocKind, Index, IndexOptions, Options};
+use convdex::{Index, IndexOptions, Options};
 
 fn main() -> anyhow::Result<()> {
     let history = match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
@@ -41,27 +41,29 @@ fn main() -> anyhow::Result<()> {
         report = convdex::index_paths(&index, &[sample], &IndexOptions::default())?;
     }
     println!("{report}");
-    let searches: [(&str, &str, Option<&str>); 3] = [
-        ("why did the login endpoint fail with expired tokens?", "no filter", None),
-        ("where do we keep user sessions and why?", "type message, tag redis", Some("redis")),
-        ("what changed in the auth code?", "file src/auth.rs", None),
-    ];
+    // The questions, their filters and (for the tests) their answers: examples/sample/questions.json.
+    let questions: serde_json::Value = serde_json::from_str(include_str!("sample/questions.json"))?;
+    let questions = questions["questions"].as_array().cloned().unwrap_or_default();
     for info in index.collections()? {
         let coll = index.collection(&info.tenant, &info.project)?;
-        for (query, label, tag) in searches {
+        for q in &questions {
+            let (query, label) = (q["query"].as_str().unwrap_or_default(), q["label"].as_str().unwrap_or_default());
             let mut s = coll.search(query).limit(3);
-            if let Some(t) = tag {
-                s = s.kind(DocKind::Message).tags_any([t]);
+            if let Some(kind) = q["type"].as_str() {
+                s = s.kind(kind.parse()?);
             }
-            if label.starts_with("file") {
-                s = s.file("src/auth.rs");
+            if let Some(tag) = q["tag"].as_str() {
+                s = s.tags_any([tag]);
+            }
+            if let Some(file) = q["file"].as_str() {
+                s = s.file(file);
             }
             let hits = s.run()?;
-            println!("\n[{}] {query}  ({label}; {:?}; relevance 0-100)", info.project, hits.plan.path);
+            println!("\n[{}] {query}  ({label}; relevance: the % chance each hit is the answer)", info.project);
             for h in hits.iter() {
                 let text: String = h.doc.content.split_whitespace().collect::<Vec<_>>().join(" ");
                 let text: String = text.chars().take(110).collect();
-                println!("  {:>3}  {}  {}", h.relevance, h.doc.timestamp.format("%Y-%m-%d %H:%M"), text);
+                println!("  {:>3} %  {}  {}", h.relevance, h.doc.timestamp.format("%Y-%m-%d %H:%M"), text);
             }
         }
     }

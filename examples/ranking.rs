@@ -26,7 +26,14 @@
 //! relevance shown reads against answers on the test halves; `--translation` adds
 //! lexical and hybrid search with translation weights (`RANKING_TRANSLATION=w,…`); `--gloss`
 //! semantic and hybrid search with gloss weights (`RANKING_GLOSS=w,…`); `--dev-only` asks
-//! the development halves only (to explore without looking at the test halves).
+//! the development halves only (to explore without looking at the test halves); `--keep` reuses
+//! the indexes of `--data` made by another build of the example; `--small` asks
+//! every LoCoMo question and Claude Code case again of a collection holding only the session of
+//! its answers (copied with its vectors, `examples/support/small.rs`), prints the questions'
+//! background (mean and spread of their cosines, the typical background of
+//! `src/search/tuned.rs`), and with `--fit` fits on the large and small development hits pooled
+//! and reads the test halves' relevance on each apart; `RANKING_PRIOR=w,…` tries those
+//! background prior weights (`Ranking::background_prior`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -37,6 +44,8 @@ use serde_json::Value;
 
 #[path = "support/locomo.rs"]
 mod locomo;
+#[path = "support/small.rs"]
+mod small;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 enum Split {
@@ -178,8 +187,16 @@ impl Tally {
     }
 }
 
-/// (score, relevance, answered) of the top-10 hits, per set, for calibration.
-type Points = Vec<(f32, u8, bool)>;
+/// (score, relevance, answered, size) of the top-10 hits, per set, for calibration; `size` is
+/// `ln(n / 1000)` of the vectors the hit was chosen from.
+type Points = Vec<(f32, u8, bool, f32)>;
+
+/// `ln(n / 1000)` of the vectors of every collection of `index` (what a search across all of
+/// them chooses from).
+fn size_of(index: &Index) -> anyhow::Result<f32> {
+    let n: usize = index.each(None, |_, c| Ok(c.stats()?.chunks))?.found.iter().sum();
+    Ok((n.max(1) as f32 / 1000.0).ln())
+}
 
 struct Results {
     locomo: BTreeMap<Split, Tally>,
@@ -196,10 +213,10 @@ fn evaluate(
     claude: &Index,
     loc: &Index,
     loaded: &[locomo::Loaded],
-    cc: &[Case],
-    ml: &[Case],
+    (cc, ml): (&[Case], &[Case]),
     c: &Config,
     dev_only: bool,
+    sizes: (f32, f32),
 ) -> anyhow::Result<Results> {
     let mut r = Results {
         locomo: BTreeMap::new(),
@@ -235,7 +252,7 @@ fn evaluate(
         };
         r.locomo.entry(split).or_default().add(t);
         let pts = r.points.entry((split, "locomo")).or_default();
-        pts.extend(hits.iter().zip(&ids).map(|(h, x)| (h.hit.score, h.hit.relevance, answered(x))));
+        pts.extend(hits.iter().zip(&ids).map(|(h, x)| (h.hit.score, h.hit.relevance, answered(x), sizes.0)));
     }
     for (set, cases) in [("claude", cc), ("multilingual", ml)] {
         for case in cases.iter().filter(|c| !dev_only || c.split == Split::Dev) {
@@ -265,10 +282,89 @@ fn evaluate(
             }
             let pts =
                 r.points.entry((case.split, if set == "claude" { "claude" } else { "multilingual" })).or_default();
-            pts.extend(hits.iter().map(|h| (h.hit.score, h.hit.relevance, answered(h))));
+            pts.extend(hits.iter().map(|h| (h.hit.score, h.hit.relevance, answered(h), sizes.1)));
         }
     }
     Ok(r)
+}
+
+/// The small histories (`--small`): each LoCoMo question whose evidence lies in one session,
+/// and each Claude Code case with expected messages, asked of a collection of that session
+/// only. Points are kept as in [`evaluate`], under the sets `locomo-small` and `claude-small`.
+fn evaluate_small(
+    small: &small::Small,
+    loaded: &[locomo::Loaded],
+    cc: &[Case],
+    c: &Config,
+    dev_only: bool,
+    r: &mut Results,
+) -> anyhow::Result<()> {
+    for (split, l, question, evidence) in locomo_questions(loaded, dev_only) {
+        let sessions: HashSet<String> = evidence
+            .iter()
+            .filter_map(|e| e.trim_start_matches('D').split_once(':').map(|(n, _)| format!("{}-s{n}", l.id)))
+            .collect();
+        let Some(session) = sessions.iter().next().filter(|_| sessions.len() == 1) else { continue };
+        let Some(coll) = small::collection(&small.index, session, &small.locomo)? else { continue };
+        let size = (coll.stats()?.chunks.max(1) as f32 / 1000.0).ln();
+        let hits = coll.query(&query(question, c.mode, c.ranking, 10))?;
+        let pts = r.points.entry((split, "locomo-small")).or_default();
+        for h in hits.iter() {
+            let answered = match &h.doc.body {
+                DocBody::Message(m) => {
+                    l.dia.get(&(h.doc.session_id.clone(), m.message_index)).is_some_and(|d| evidence.contains(d))
+                }
+                _ => false,
+            };
+            pts.push((h.score, h.relevance, answered, size));
+        }
+    }
+    for case in cc.iter().filter(|c| !c.uuids.is_empty() && (!dev_only || c.split == Split::Dev)) {
+        let Some(coll) = small::collection(&small.index, &case.session, &small.claude)? else { continue };
+        let size = (coll.stats()?.chunks.max(1) as f32 / 1000.0).ln();
+        let hits = coll.query(&query(&case.query, c.mode, c.ranking, 10))?;
+        let pts = r.points.entry((case.split, "claude-small")).or_default();
+        for h in hits.iter() {
+            let answered = matches!(&h.doc.body, DocBody::Message(m) if case.uuids.contains(&m.message_uuid));
+            pts.push((h.score, h.relevance, answered, size));
+        }
+    }
+    Ok(())
+}
+
+/// The questions' background on the large indexes (development halves): the mean and spread of
+/// each question's cosines that its hits' `semantic_z` was read against, from two hits of
+/// different cosine, averaged (semantic search with no background prior).
+fn background(claude: &Index, loc: &Index, loaded: &[locomo::Loaded], cc: &[Case]) -> anyhow::Result<()> {
+    let ranking = Ranking { background_prior: 0.0, gloss: 0.0, ..Ranking::default() };
+    let mut seen: Vec<(f64, f64)> = Vec::new();
+    let mut read = |hits: Vec<convdex::ProjectHit>| {
+        let pts: Vec<(f64, f64)> = hits
+            .iter()
+            .filter_map(|h| Some((f64::from(h.hit.signals.semantic?), f64::from(h.hit.signals.semantic_z?))))
+            .collect();
+        if let (Some(a), Some(b)) = (pts.first(), pts.last())
+            && (a.1 - b.1).abs() > 0.5
+        {
+            let sd = (a.0 - b.0) / (a.1 - b.1);
+            seen.push((a.0 - a.1 * sd, sd));
+        }
+    };
+    for (_, _, question, _) in locomo_questions(loaded, true) {
+        read(loc.search(None, &query(question, SearchMode::Semantic, ranking, 10))?.found);
+    }
+    for case in cc.iter().filter(|c| c.split == Split::Dev) {
+        read(claude.search(None, &query(&case.query, SearchMode::Semantic, ranking, 10))?.found);
+    }
+    let n = seen.len().max(1) as f64;
+    let mean = seen.iter().map(|x| x.0).sum::<f64>() / n;
+    let sd = seen.iter().map(|x| x.1).sum::<f64>() / n;
+    let spread = (seen.iter().map(|x| (x.0 - mean).powi(2)).sum::<f64>() / n).sqrt();
+    println!(
+        "\nBackground of the development questions ({} questions, semantic, no prior): mean {mean:.4} (± {spread:.4} between questions), spread {sd:.4}",
+        seen.len()
+    );
+    Ok(())
 }
 
 fn row(label: &str, split: Split, r: &Results) -> String {
@@ -289,71 +385,107 @@ fn row(label: &str, split: Split, r: &Results) -> String {
     )
 }
 
-/// Fits `p = 1 / (1 + e^−(a·s + b))` by maximum likelihood (Newton's method on standardised
-/// scores, halving steps that do not improve) over the pooled hits of the sets, each hit
-/// weighing the same: the relevance then reads as the share of answers among hits shown with
-/// it, whatever set they came from. (Each set weighing the same let the few Claude Code and
-/// multilingual hits, most of them answers, pull the curve up against LoCoMo's many.)
-fn fit(sets: &[&Points]) -> (f64, f64) {
+/// Fits `p = 1 / (1 + e^−(a·s + b + c·size))` by maximum likelihood (Newton's method on the
+/// standardised score, halving steps that do not improve) over the pooled hits of the sets,
+/// each hit weighing the same, `size` being `ln(n / 1000)` of the vectors the hit was chosen
+/// from: the relevance then reads as the share of answers among hits shown with it, whatever
+/// set and whatever size of history they came from. (Each set weighing the same let the few
+/// Claude Code and multilingual hits, most of them answers, pull the curve up against LoCoMo's
+/// many.) Without `with_size`, `c` stays 0.
+fn fit(sets: &[&Points], with_size: bool) -> (f64, f64, f64) {
     let all: Vec<(f64, f64, f64)> = sets
         .iter()
-        .flat_map(|pts| pts.iter().map(|&(s, _, y)| (f64::from(s), if y { 1.0 } else { 0.0 }, 1.0)))
+        .flat_map(|pts| pts.iter().map(|&(s, _, y, n)| (f64::from(s), f64::from(n), if y { 1.0 } else { 0.0 })))
         .collect();
-    let total: f64 = all.iter().map(|x| x.2).sum();
-    let mean = all.iter().map(|x| x.0 * x.2).sum::<f64>() / total;
-    let sd = (all.iter().map(|x| (x.0 - mean).powi(2) * x.2).sum::<f64>() / total).sqrt().max(1e-9);
-    let loss = |a: f64, b: f64| -> f64 {
+    let total = all.len().max(1) as f64;
+    let mean = all.iter().map(|x| x.0).sum::<f64>() / total;
+    let sd = (all.iter().map(|x| (x.0 - mean).powi(2)).sum::<f64>() / total).sqrt().max(1e-9);
+    let features = |s: f64, n: f64| [(s - mean) / sd, if with_size { n } else { 0.0 }, 1.0];
+    let loss = |w: &[f64; 3]| -> f64 {
         all.iter()
-            .map(|&(s, y, w)| {
-                let t = a * (s - mean) / sd + b;
-                w * ((1.0 + t.exp()).ln() - y * t)
+            .map(|&(s, n, y)| {
+                let x = features(s, n);
+                let t = w[0] * x[0] + w[1] * x[1] + w[2];
+                (1.0 + t.exp()).ln() - y * t
             })
             .sum::<f64>()
-            + 1e-6 * a * a
+            + 1e-6 * (w[0] * w[0] + w[1] * w[1])
     };
-    let (mut a, mut b) = (0.0f64, 0.0f64);
+    let mut w = [0.0f64; 3];
     for _ in 0..100 {
-        let (mut ga, mut gb, mut haa, mut hab, mut hbb) = (2e-6 * a, 0.0, 2e-6, 0.0, 1e-9);
-        for &(s, y, w) in &all {
-            let x = (s - mean) / sd;
-            let p = 1.0 / (1.0 + (-(a * x + b)).exp());
-            ga += w * (p - y) * x;
-            gb += w * (p - y);
-            let v = w * p * (1.0 - p);
-            haa += v * x * x;
-            hab += v * x;
-            hbb += v;
+        let mut g = [2e-6 * w[0], 2e-6 * w[1], 0.0];
+        let mut h = [[2e-6, 0.0, 0.0], [0.0, 2e-6, 0.0], [0.0, 0.0, 1e-9]];
+        for &(s, n, y) in &all {
+            let x = features(s, n);
+            let p = 1.0 / (1.0 + (-(w[0] * x[0] + w[1] * x[1] + w[2])).exp());
+            for i in 0..3 {
+                g[i] += (p - y) * x[i];
+                for j in 0..3 {
+                    h[i][j] += p * (1.0 - p) * x[i] * x[j];
+                }
+            }
         }
-        let det = haa * hbb - hab * hab;
-        let (da, db) = ((hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det);
+        let d = solve3(h, g);
+        let before = loss(&w);
         let mut step = 1.0;
-        let before = loss(a, b);
-        while step > 1e-6 && loss(a - step * da, b - step * db) > before {
+        let at = |step: f64| [w[0] - step * d[0], w[1] - step * d[1], w[2] - step * d[2]];
+        while step > 1e-6 && loss(&at(step)) > before {
             step /= 2.0;
         }
-        a -= step * da;
-        b -= step * db;
-        if (step * da).abs() + (step * db).abs() < 1e-9 {
+        w = at(step);
+        if step * (d[0].abs() + d[1].abs() + d[2].abs()) < 1e-9 {
             break;
         }
     }
-    // Back to raw scores: a·(s − mean)/sd + b.
-    (a / sd, b - a * mean / sd)
+    // Back to raw scores: a·(s − mean)/sd + c·size + b.
+    (w[0] / sd, w[2] - w[0] * mean / sd, w[1])
 }
 
-fn reliability(label: &str, pts: &[&Points]) {
-    println!("\n{label}: relevance shown vs answers among those hits (test halves)\n");
+/// `h · d = g` for a symmetric positive 3 × 3 `h` (Cramer's rule).
+fn solve3(h: [[f64; 3]; 3], g: [f64; 3]) -> [f64; 3] {
+    let det = |m: [[f64; 3]; 3]| {
+        m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
+    };
+    let d = det(h);
+    let mut out = [0.0; 3];
+    for (k, o) in out.iter_mut().enumerate() {
+        let mut m = h;
+        for i in 0..3 {
+            m[i][k] = g[i];
+        }
+        *o = det(m) / d;
+    }
+    out
+}
+
+fn reliability(label: &str, pts: &[&Points], curve: Option<(f64, f64, f64)>) {
+    let read = |x: &(f32, u8, bool, f32)| match curve {
+        Some((a, b, c)) => 100.0 / (1.0 + (-(a * f64::from(x.0) + b + c * f64::from(x.3))).exp()),
+        None => f64::from(x.1),
+    };
+    let which = if curve.is_some() { "the curve just fitted" } else { "relevance shown" };
+    println!("\n{label}: {which} vs answers among those hits (test halves)\n");
+    if pts.is_empty() {
+        return;
+    }
     println!("| relevance | hits | mean relevance | answers |");
     println!("|---|---:|---:|---:|");
-    for (lo, hi) in [(0, 10), (10, 30), (30, 50), (50, 70), (70, 90), (90, 101)] {
-        let inside: Vec<&(f32, u8, bool)> =
-            pts.iter().flat_map(|p| p.iter()).filter(|x| (lo..hi).contains(&u32::from(x.1))).collect();
+    for (lo, hi) in [(0.0, 10.0), (10.0, 30.0), (30.0, 50.0), (50.0, 70.0), (70.0, 90.0), (90.0, 100.1)] {
+        let inside: Vec<f64> = pts
+            .iter()
+            .flat_map(|p| p.iter())
+            .filter(|x| (lo..hi).contains(&read(x).round()))
+            .map(|x| if x.2 { 1.0 } else { 0.0 })
+            .collect();
+        let shown: Vec<f64> =
+            pts.iter().flat_map(|p| p.iter()).map(read).filter(|r| (lo..hi).contains(&r.round())).collect();
         if inside.is_empty() {
             continue;
         }
-        let mean = inside.iter().map(|x| f64::from(x.1)).sum::<f64>() / inside.len() as f64;
-        let yes = inside.iter().filter(|x| x.2).count() as f64 / inside.len() as f64;
-        println!("| {lo}–{} | {} | {mean:.0} | {:.0}% |", hi.min(100), inside.len(), yes * 100.0);
+        let mean = shown.iter().sum::<f64>() / shown.len() as f64;
+        let yes = inside.iter().sum::<f64>() / inside.len() as f64;
+        println!("| {lo}–{} | {} | {mean:.0} | {:.0}% |", hi.min(100.0), inside.len(), yes * 100.0);
     }
 }
 
@@ -382,7 +514,10 @@ fn main() -> anyhow::Result<()> {
     let data = data.unwrap_or_else(|| tmp.path().to_path_buf()).join(&model);
     let stamp = build_stamp()?;
     let stamp_file = data.join("built-by");
-    if data.exists() && std::fs::read_to_string(&stamp_file).ok().as_deref() != Some(stamp.as_str()) {
+    // `--keep` reuses them whatever build made them (for a change that indexes nothing
+    // differently: a ranking or a relevance curve).
+    if data.exists() && !flag("--keep") && std::fs::read_to_string(&stamp_file).ok().as_deref() != Some(stamp.as_str())
+    {
         // Indexes another build of this example made (or an interrupted build) may lack what
         // this build puts in them: rebuild rather than measure them.
         eprintln!("{}: built by another build of this example; rebuilding", data.display());
@@ -403,7 +538,7 @@ fn main() -> anyhow::Result<()> {
         claude.collections()?.len(),
         t0.elapsed().as_secs_f64()
     );
-    let loc = Index::open(data.join("locomo"), options)?;
+    let loc = Index::open(data.join("locomo"), options.clone())?;
     let loaded = locomo::import(&loc, &locomo::read()?)?;
     std::fs::write(&stamp_file, &stamp)?;
     let cc = claude_cases(&root)?;
@@ -445,6 +580,35 @@ fn main() -> anyhow::Result<()> {
     ];
     if only_sweep {
         configs.clear();
+    }
+    // `RANKING_QUESTION=w,...`: the default hybrid search with those question weights.
+    if let Ok(v) = std::env::var("RANKING_QUESTION") {
+        for w in v.split(',').filter_map(|x| x.parse::<f32>().ok()) {
+            let ranking = Ranking { question: w, ..d };
+            configs.push(Config { label: format!("question {w}, hybrid"), mode: SearchMode::Hybrid, ranking });
+        }
+    }
+    // `RANKING_PRIOR=w,...`: the default hybrid and semantic search with those background priors.
+    if let Ok(v) = std::env::var("RANKING_PRIOR") {
+        for w in v.split(',').filter_map(|x| x.parse::<f32>().ok()) {
+            for mode in [SearchMode::Hybrid, SearchMode::Semantic] {
+                let ranking = Ranking { background_prior: w, ..d };
+                configs.push(Config { label: format!("prior {w}, {mode:?}").to_lowercase(), mode, ranking });
+            }
+        }
+    }
+    let small_run = flag("--small");
+    // How many vectors the large searches choose from (LoCoMo's ten projects; the transcripts).
+    let sizes = (size_of(&loc)?, size_of(&claude)?);
+    let mut small = small::Small {
+        index: Index::open(data.join("small"), options)?,
+        locomo: Default::default(),
+        claude: Default::default(),
+    };
+    if small_run {
+        background(&claude, &loc, &loaded, &cc)?;
+        small.locomo = small::by_session(&loc)?;
+        small.claude = small::by_session(&claude)?;
     }
     // `RANKING_TRANSLATION=w,...` (lexical and hybrid search) and `RANKING_GLOSS=w,...` (semantic
     // and hybrid search) replace the weights tried.
@@ -523,7 +687,10 @@ fn main() -> anyhow::Result<()> {
     let mut default_results = None;
     for c in &configs {
         let t = Instant::now();
-        let r = evaluate(&claude, &loc, &loaded, &cc, &ml, c, dev_only)?;
+        let mut r = evaluate(&claude, &loc, &loaded, (&cc, &ml), c, dev_only, sizes)?;
+        if small_run {
+            evaluate_small(&small, &loaded, &cc, c, dev_only, &mut r)?;
+        }
         for &split in halves {
             println!("{}", row(&c.label, split, &r));
         }
@@ -533,7 +700,10 @@ fn main() -> anyhow::Result<()> {
                 eprintln!("  miss: {m}");
             }
         }
-        if c.mode == SearchMode::Hybrid && c.ranking == d || flag("--fit") && c.mode != SearchMode::Hybrid {
+        if c.mode == SearchMode::Hybrid && c.ranking == d
+            || flag("--fit")
+                && (c.mode != SearchMode::Hybrid || c.label.starts_with("prior") || c.label.starts_with("question"))
+        {
             default_results.get_or_insert_with(Vec::new).push((c.label.clone(), c.mode, r));
         }
     }
@@ -561,13 +731,39 @@ fn main() -> anyhow::Result<()> {
     }
     if flag("--fit") {
         for (label, mode, r) in default_results.iter().flatten() {
-            let dev: Vec<&Points> =
-                ["locomo", "claude", "multilingual"].iter().filter_map(|s| r.points.get(&(Split::Dev, *s))).collect();
-            let (a, b) = fit(&dev);
-            println!("\n{label} ({mode:?}): relevance fit on the development halves: a = {a:.3}, b = {b:.3}");
-            let test: Vec<&Points> =
-                ["locomo", "claude", "multilingual"].iter().filter_map(|s| r.points.get(&(Split::Test, *s))).collect();
-            reliability(label, &test);
+            let sets: &[&str] = &["locomo", "claude", "multilingual", "locomo-small", "claude-small"];
+            let dev: Vec<&Points> = sets.iter().filter_map(|s| r.points.get(&(Split::Dev, *s))).collect();
+            let (a, b, c) = fit(&dev, small_run);
+            println!(
+                "\n{label} ({mode:?}): relevance fit on the development halves: a = {a:.3}, b = {b:.3}, c = {c:.3}"
+            );
+            let test: Vec<&Points> = sets[..3].iter().filter_map(|s| r.points.get(&(Split::Test, *s))).collect();
+            reliability(label, &test, None);
+            if small_run {
+                let small: Vec<&Points> = sets[3..].iter().filter_map(|s| r.points.get(&(Split::Test, *s))).collect();
+                reliability(&format!("{label}, small histories (one session)"), &small, None);
+                reliability(&format!("{label}, large histories"), &test, Some((a, b, c)));
+                reliability(&format!("{label}, small histories (one session)"), &small, Some((a, b, c)));
+                // The curve just fitted, read on the development halves: how far the share of
+                // answers stands from the relevance it would show, large and small apart.
+                for (what, part) in [("large", &sets[..3]), ("small", &sets[3..])] {
+                    let pts: Vec<&(f32, u8, bool, f32)> =
+                        part.iter().filter_map(|s| r.points.get(&(Split::Dev, *s))).flat_map(|p| p.iter()).collect();
+                    let n = pts.len().max(1) as f64;
+                    let shown: f64 = pts
+                        .iter()
+                        .map(|x| 1.0 / (1.0 + (-(a * f64::from(x.0) + b + c * f64::from(x.3))).exp()))
+                        .sum::<f64>()
+                        / n;
+                    let yes = pts.iter().filter(|x| x.2).count() as f64 / n;
+                    println!(
+                        "development, {what}: {} hits, refitted curve reads {:.1} %, answers {:.1} %",
+                        pts.len(),
+                        shown * 100.0,
+                        yes * 100.0
+                    );
+                }
+            }
         }
     }
     Ok(())

@@ -46,7 +46,7 @@ pub fn hit_json(project: &str, h: &Hit) -> Value {
             "semantic": h.signals.semantic, "semantic_rank": h.signals.semantic_rank,
             "lexical": h.signals.lexical, "lexical_rank": h.signals.lexical_rank, "translated": h.signals.translated,
             "semantic_z": h.signals.semantic_z, "lexical_share": h.signals.lexical_share,
-            "context": h.signals.context, "recency": h.signals.recency,
+            "context": h.signals.context, "recency": h.signals.recency, "asked": h.signals.asked,
         },
         "snippet": h.snippet,
         "content": h.doc.content,

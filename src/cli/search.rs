@@ -143,7 +143,7 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     if hits.is_empty() {
         println!("no hits");
     } else {
-        println!("relevance (0-100)  project  session  time  role  [files]");
+        println!("relevance (% chance it answers)  project  session  time  role  [files]");
     }
     let color = color();
     for ph in hits {
@@ -184,7 +184,7 @@ fn print_sessions(sessions: Vec<convdex::SessionFound>, json: bool) -> anyhow::R
         println!("no sessions");
         return Ok(());
     }
-    println!("relevance (0-100)  project  session  hits  first .. last hit shown");
+    println!("relevance (% chance it answers)  project  session  hits  first .. last hit shown");
     let color = color();
     for s in &sessions {
         let first = s.hits.iter().map(|h| h.doc.timestamp).min().unwrap_or_default();

@@ -23,12 +23,16 @@ pub(crate) struct RankFields {
     pub(crate) timestamp_ms: i64,
     /// A decision's status; `None` for other kinds.
     pub(crate) status: Option<DecisionStatus>,
+    /// A message that ends by asking ([`asks`]): it restates a question more often than it
+    /// answers one ([`crate::Ranking::question`]).
+    pub(crate) asks: bool,
 }
 
-/// Version byte of the encoding, then the fields little-endian.
-const VERSION: u8 = 1;
+/// Version byte of the encoding, then the fields little-endian. Version 1 had no `asks`: its
+/// rows are rewritten when a collection opens ([`crate::store`]'s backfill).
+pub(crate) const VERSION: u8 = 2;
 /// Encoded length in bytes.
-pub(crate) const ENCODED_LEN: usize = 1 + 16 + 8 + 16 + 8 + 8 + 1;
+pub(crate) const ENCODED_LEN: usize = 1 + 16 + 8 + 16 + 8 + 8 + 1 + 1;
 /// `position` when there is none.
 const NO_POSITION: u64 = u64::MAX;
 
@@ -48,6 +52,7 @@ impl RankFields {
             position: position.filter(|&p| p != NO_POSITION),
             timestamp_ms: doc.timestamp.timestamp_millis(),
             status,
+            asks: position.is_some() && asks(&doc.content),
         }
     }
 
@@ -66,6 +71,7 @@ impl RankFields {
             Some(DecisionStatus::Superseded) => 2,
             Some(DecisionStatus::Rejected) => 3,
         };
+        out[58] = u8::from(self.asks);
         out
     }
 
@@ -93,8 +99,19 @@ impl RankFields {
             position: (position != NO_POSITION).then_some(position),
             timestamp_ms: u64_at(49) as i64,
             status,
+            asks: match b[58] {
+                0 => false,
+                1 => true,
+                _ => return None,
+            },
         })
     }
+}
+
+/// Whether a message ends by asking: its last character, closing quotes and brackets aside,
+/// is a question mark (`?`, or the full-width `？` of Chinese and Japanese).
+pub(crate) fn asks(content: &str) -> bool {
+    content.trim_end().trim_end_matches(['"', '\'', '”', '’', ')', '）', '」', '*', '`']).ends_with(['?', '？'])
 }
 
 /// A hash of content as compared for folding (whitespace runs collapsed, case kept), seeded
@@ -147,6 +164,17 @@ mod tests {
         bad[57] = 7;
         assert_eq!(RankFields::decode(&bad), None, "an unknown status");
         assert_eq!(RankFields::decode(&f.encode()[1..]), None, "a short row");
+    }
+
+    #[test]
+    fn a_message_that_ends_by_asking_is_marked() {
+        for text in ["Should we move them to Redis?", "为什么选这个？", "これでいい？」", "왜 실패했나요? ", "(why?)"]
+        {
+            assert!(RankFields::of(&Document::message("s", "u", 0, Role::User, text)).asks, "{text}");
+        }
+        for text in ["Why? Because the TTL expires.", "use Redis", "", "?!"] {
+            assert!(!RankFields::of(&Document::message("s", "u", 0, Role::User, text)).asks, "{text}");
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ use crate::doc::DecisionStatus;
 use crate::search::fields::RankFields;
 use crate::search::mode::SearchMode;
 use crate::search::ranking::{Context, Fusion, Ranking, Recency, Signals};
-use crate::search::tuned::{Curves, relevance};
+use crate::search::tuned::{Curves, relevance, typical_background};
 
 /// How many documents each side (semantic, lexical) of each collection contributes to the
 /// pool, whatever the `limit` (unless `limit` is larger): the first `k` hits are the same for
@@ -57,6 +57,13 @@ impl Background {
         self.n += 1.0;
         self.sum += c;
         self.sum_sq += c * c;
+    }
+
+    /// A background known only by its mean and standard deviation, standing for `weight`
+    /// vectors (a model's typical one, [`Ranking::background_prior`]).
+    fn typical(mean: f32, sd: f32, weight: f32) -> Background {
+        let (m, s) = (f64::from(mean), f64::from(sd));
+        Background { n: 1.0, sum: m, sum_sq: s * s + m * m, weight: f64::from(weight) }
     }
 
     pub(crate) fn represents(&mut self, vectors: usize) {
@@ -142,9 +149,26 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
     for p in &pools {
         by_model.entry(p.model.as_str()).or_default().push(p.background);
     }
+    // Each model's typical background weighs beside its collections' samples
+    // (`Ranking::background_prior`), when a pool sampled one at all.
+    for (model, backgrounds) in by_model.iter_mut() {
+        if let Some((mean, sd)) = typical_background(model)
+            && ranking.background_prior > 0.0
+            && backgrounds.iter().any(|b| b.n > 0.0)
+        {
+            backgrounds.push(Background::typical(mean, sd, ranking.background_prior));
+        }
+    }
+    // How many vectors each model's hits were chosen from (the relevance reads it).
+    let searched: HashMap<String, f64> =
+        pools.iter().filter(|p| p.background.n > 0.0).fold(HashMap::new(), |mut m, p| {
+            *m.entry(p.model.clone()).or_insert(0.0) += p.background.weight.max(1.0);
+            m
+        });
     let calibration: HashMap<String, (f32, f32)> =
         by_model.into_iter().map(|(m, b)| (m.to_string(), Background::mixture(&b).unwrap_or((0.0, 1.0)))).collect();
     let curves: Vec<Curves> = pools.iter().map(|p| Curves::for_model(&p.model)).collect();
+    let models: Vec<String> = pools.iter().map(|p| p.model.clone()).collect();
     let mut all: Vec<(usize, Candidate)> = Vec::new();
     for (i, pool) in pools.into_iter().enumerate() {
         let (mean, sd) = calibration[&pool.model];
@@ -198,6 +222,15 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
             c.signals.context = lift;
         }
     }
+    // A message that ends by asking restates the question more often than it answers it.
+    if mode == SearchMode::Hybrid && ranking.question != 0.0 {
+        for (s, (_, c)) in scores.iter_mut().zip(all.iter_mut()) {
+            if c.fields.asks {
+                *s -= ranking.question;
+                c.signals.asked = -ranking.question;
+            }
+        }
+    }
     if let Some(r) = ranking.recent {
         for (s, (_, c)) in scores.iter_mut().zip(all.iter_mut()) {
             let gain = (*s - floor).abs() * r.weight * freshness(&c.fields, r);
@@ -233,7 +266,8 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
             std::collections::hash_map::Entry::Occupied(at) => out[*at.get()].folded += 1,
             std::collections::hash_map::Entry::Vacant(slot) => {
                 slot.insert(out.len());
-                let relevance = relevance(mode, &curves[pool], &candidate.signals);
+                let vectors = searched.get(&models[pool]).copied().unwrap_or(1000.0);
+                let relevance = relevance(mode, &curves[pool], &candidate.signals, vectors);
                 out.push(Ranked { pool, candidate, score: scores[i], relevance, folded: 0 });
             }
         }

@@ -202,6 +202,12 @@ pub(crate) fn validate_ranking(r: &Ranking) -> Result<()> {
     if !(0.0..=10.0).contains(&r.gloss) {
         return bad("the gloss weight", r.gloss, "within 0..=10");
     }
+    if !(0.0..=100.0).contains(&r.question) {
+        return bad("the question weight", r.question, "within 0..=100");
+    }
+    if !(0.0..=1e9).contains(&r.background_prior) {
+        return bad("the background prior (vectors)", r.background_prior, "within 0..=1e9");
+    }
     if let Some(rec) = r.recent {
         if !(rec.half_life_days > 0.0 && rec.half_life_days.is_finite()) {
             return bad("the recency half-life (days)", rec.half_life_days, "above 0");

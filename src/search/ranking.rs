@@ -133,6 +133,39 @@ pub struct Ranking {
     /// Default: [`DEFAULT_DECISION_LIFT`]; no other question is changed by it.
     #[serde(default = "default_decision_lift")]
     pub decision_lift: f32,
+    /// How many vectors' worth the model's typical background weighs beside the collections'
+    /// own samples when a cosine is calibrated (its `z`, [`Signals::semantic_z`]): a small or
+    /// single-topic history, whose every message is close to the question, is then not its own
+    /// yardstick, and a hit's score and relevance read the same on a history of ten messages as
+    /// on one of ten thousand. 0 calibrates against the collections alone (as before 0.3). A
+    /// model this build has not measured has no typical background and ignores it. Default:
+    /// [`DEFAULT_BACKGROUND_PRIOR`].
+    #[serde(default = "default_background_prior")]
+    pub background_prior: f32,
+    /// What a hybrid hit loses when it is a message that ends by asking (its last character a
+    /// question mark): a search's question finds the messages that asked it, which restate it
+    /// more often than they answer it, and the answer should come first. In score units (one
+    /// standard deviation of cosine above the background); its relevance reads it. 0 turns it
+    /// off. Default: [`DEFAULT_QUESTION`].
+    #[serde(default = "default_question")]
+    pub question: f32,
+}
+
+/// The default [`Ranking::question`], chosen on the development halves (docs/ranking.md, «A
+/// question is not its own answer»).
+pub const DEFAULT_QUESTION: f32 = 1.0;
+
+fn default_question() -> f32 {
+    DEFAULT_QUESTION
+}
+
+/// The default [`Ranking::background_prior`]: the weight of 256 vectors (one collection's
+/// background sample), chosen on the development halves (docs/ranking.md, «A relevance that
+/// reads the same on a small history»).
+pub const DEFAULT_BACKGROUND_PRIOR: f32 = 256.0;
+
+fn default_background_prior() -> f32 {
+    DEFAULT_BACKGROUND_PRIOR
 }
 
 /// The default [`Ranking::decision_lift`]: 1 (a hybrid score's unit: one standard deviation of
@@ -155,6 +188,8 @@ impl Default for Ranking {
             gloss: DEFAULT_GLOSS,
             leaders: DEFAULT_LEADERS,
             decision_lift: DEFAULT_DECISION_LIFT,
+            background_prior: DEFAULT_BACKGROUND_PRIOR,
+            question: DEFAULT_QUESTION,
         }
     }
 }
@@ -216,4 +251,7 @@ pub struct Signals {
     /// ([`Ranking::decision_lift`]).
     #[serde(default)]
     pub decision: f32,
+    /// What the hit lost for ending by asking ([`Ranking::question`]; zero or negative).
+    #[serde(default)]
+    pub asked: f32,
 }

@@ -139,7 +139,15 @@ fn all_tables_exist(db: &redb::Database) -> Result<bool> {
 fn backfill_ranking(tx: &WriteTransaction) -> Result<()> {
     use redb::TableHandle;
     if tx.list_tables()?.any(|t| t.name() == RANKING.name()) {
-        return Ok(());
+        // Rows of an earlier encoding are rewritten (a search would otherwise derive every
+        // candidate's fields from its document).
+        let current = tx
+            .open_table(RANKING)?
+            .first()?
+            .is_none_or(|(_, v)| v.value().first() == Some(&crate::search::fields::VERSION));
+        if current {
+            return Ok(());
+        }
     }
     let docs = tx.open_table(DOCS)?;
     let mut ranking = tx.open_table(RANKING)?;

@@ -70,6 +70,8 @@ const NO_CONTEXT: Ranking = Ranking {
     translation: 0.0,
     gloss: 0.0,
     leaders: false,
+    background_prior: 0.0,
+    question: 0.0,
 };
 
 #[test]
@@ -305,17 +307,70 @@ fn relevance_reads_the_signals_with_the_pools_model() {
     // Each model reads with its own curves: MiniLM's hits with these signals answered less
     // often than e5's.
     let strong = Signals { semantic_z: Some(9.0), lexical_share: Some(1.0), ..Default::default() };
-    let e5 = relevance(SearchMode::Hybrid, &Curves::for_model("multilingual-e5-small"), &strong);
-    let mini = relevance(SearchMode::Hybrid, &Curves::for_model("all-minilm-l6-v2"), &strong);
+    let e5 = relevance(SearchMode::Hybrid, &Curves::for_model("multilingual-e5-small"), &strong, 1000.0);
+    let mini = relevance(SearchMode::Hybrid, &Curves::for_model("all-minilm-l6-v2"), &strong, 1000.0);
     assert!(mini < e5, "MiniLM {mini}, e5 {e5}");
     // Two pools of two models in one search (a collection mid-migration): each hit reads
-    // with its own pool's model.
+    // with its own pool's model (the test's backgrounds are not a real model's: no prior).
     let pools = vec![
         Pool { model: "multilingual-e5-small".into(), ..pool(vec![cand("a", 1, Some(0.9), None)]) },
         Pool { model: "all-minilm-l6-v2".into(), ..pool(vec![cand("b", 1, Some(0.9), None)]) },
     ];
-    let r = by_label(rank(pools, SearchMode::Semantic, &Ranking::default(), false));
+    let r =
+        by_label(rank(pools, SearchMode::Semantic, &Ranking { background_prior: 0.0, ..Ranking::default() }, false));
     assert!(r["b:1"] < r["a:1"], "{r:?}");
     // An unknown model reads as e5.
     assert_eq!(Curves::for_model("hash-384"), Curves::for_model("multilingual-e5-small-q4"));
+}
+
+#[test]
+fn a_small_history_is_not_its_own_yardstick() {
+    // One session of 16 vectors, every one close to the question (mean 0.84): alone, its best
+    // cosine 0.89 stands barely above them. With e5's typical background beside it (mean
+    // 0.778, spread 0.0205, weighing 256 vectors), the same hit stands out as it would in a
+    // large history, and its relevance reads higher.
+    let model = "multilingual-e5-small-q4";
+    let mut own = Background::default();
+    for c in [0.80, 0.82, 0.84, 0.86, 0.88] {
+        own.add(c);
+    }
+    own.represents(16);
+    let search = |prior: f32| {
+        let p = Pool {
+            candidates: vec![cand("s", 1, Some(0.89), None), cand("s", 2, Some(0.83), None)],
+            model: model.into(),
+            background: own,
+            lexical: LexicalScale { reference: 1.0, required: 0.0 },
+        };
+        rank(vec![p], SearchMode::Semantic, &Ranking { background_prior: prior, ..NO_CONTEXT }, false)
+    };
+    let (alone, typical) = (search(0.0), search(256.0));
+    assert_eq!(order(&alone), order(&typical), "one model's hits keep their order");
+    let z = |r: &[Ranked]| r[0].candidate.signals.semantic_z.unwrap();
+    assert!(z(&alone) < 2.0 && z(&typical) > 4.0, "z {} alone, {} with the prior", z(&alone), z(&typical));
+    assert!(typical[0].relevance > alone[0].relevance);
+    // A model with no measured background ignores the prior.
+    let other = |prior: f32| {
+        let p = Pool {
+            candidates: vec![cand("s", 1, Some(0.89), None)],
+            model: "hash-384".into(),
+            background: own,
+            ..pool(vec![])
+        };
+        rank(vec![p], SearchMode::Semantic, &Ranking { background_prior: prior, ..NO_CONTEXT }, false)[0].score
+    };
+    assert_eq!(other(0.0), other(256.0));
+}
+
+#[test]
+fn the_same_score_reads_higher_among_fewer_vectors() {
+    let curves = Curves::for_model("multilingual-e5-small");
+    let s = Signals { semantic_z: Some(8.0), lexical_share: Some(0.5), ..Default::default() };
+    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+        let read = |n: f64| relevance(mode, &curves, &s, n);
+        assert!(read(20.0) > read(1_000.0) && read(1_000.0) > read(100_000.0), "{mode:?}");
+    }
+    // Lexical relevance does not depend on the size (the prompt hook's bar reads it).
+    let read = |n: f64| relevance(SearchMode::Lexical, &curves, &s, n);
+    assert_eq!(read(20.0), read(100_000.0));
 }
