@@ -459,11 +459,13 @@ fn solve3(h: [[f64; 3]; 3], g: [f64; 3]) -> [f64; 3] {
     out
 }
 
+/// What a curve `(a, b, c)` of [`fit`] reads for a point, 0–100.
+fn read_curve((a, b, c): (f64, f64, f64), x: &(f32, u8, bool, f32)) -> f64 {
+    100.0 / (1.0 + (-(a * f64::from(x.0) + b + c * f64::from(x.3))).exp())
+}
+
 fn reliability(label: &str, pts: &[&Points], curve: Option<(f64, f64, f64)>) {
-    let read = |x: &(f32, u8, bool, f32)| match curve {
-        Some((a, b, c)) => 100.0 / (1.0 + (-(a * f64::from(x.0) + b + c * f64::from(x.3))).exp()),
-        None => f64::from(x.1),
-    };
+    let read = |x: &(f32, u8, bool, f32)| curve.map_or(f64::from(x.1), |k| read_curve(k, x));
     let which = if curve.is_some() { "the curve just fitted" } else { "relevance shown" };
     println!("\n{label}: {which} vs answers among those hits (test halves)\n");
     if pts.is_empty() {
@@ -472,19 +474,19 @@ fn reliability(label: &str, pts: &[&Points], curve: Option<(f64, f64, f64)>) {
     println!("| relevance | hits | mean relevance | answers |");
     println!("|---|---:|---:|---:|");
     for (lo, hi) in [(0.0, 10.0), (10.0, 30.0), (30.0, 50.0), (50.0, 70.0), (70.0, 90.0), (90.0, 100.1)] {
-        let inside: Vec<f64> = pts
+        // (relevance read, answered) of the points read within the band.
+        let inside: Vec<(f64, bool)> = pts
             .iter()
             .flat_map(|p| p.iter())
-            .filter(|x| (lo..hi).contains(&read(x).round()))
-            .map(|x| if x.2 { 1.0 } else { 0.0 })
+            .map(|x| (read(x), x.2))
+            .filter(|(r, _)| (lo..hi).contains(&r.round()))
             .collect();
-        let shown: Vec<f64> =
-            pts.iter().flat_map(|p| p.iter()).map(read).filter(|r| (lo..hi).contains(&r.round())).collect();
         if inside.is_empty() {
             continue;
         }
-        let mean = shown.iter().sum::<f64>() / shown.len() as f64;
-        let yes = inside.iter().sum::<f64>() / inside.len() as f64;
+        let n = inside.len() as f64;
+        let mean = inside.iter().map(|x| x.0).sum::<f64>() / n;
+        let yes = inside.iter().filter(|x| x.1).count() as f64 / n;
         println!("| {lo}–{} | {} | {mean:.0} | {:.0}% |", hi.min(100.0), inside.len(), yes * 100.0);
     }
 }
@@ -750,11 +752,7 @@ fn main() -> anyhow::Result<()> {
                     let pts: Vec<&(f32, u8, bool, f32)> =
                         part.iter().filter_map(|s| r.points.get(&(Split::Dev, *s))).flat_map(|p| p.iter()).collect();
                     let n = pts.len().max(1) as f64;
-                    let shown: f64 = pts
-                        .iter()
-                        .map(|x| 1.0 / (1.0 + (-(a * f64::from(x.0) + b + c * f64::from(x.3))).exp()))
-                        .sum::<f64>()
-                        / n;
+                    let shown: f64 = pts.iter().map(|x| read_curve((a, b, c), x) / 100.0).sum::<f64>() / n;
                     let yes = pts.iter().filter(|x| x.2).count() as f64 / n;
                     println!(
                         "development, {what}: {} hits, refitted curve reads {:.1} %, answers {:.1} %",

@@ -159,16 +159,16 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
             backgrounds.push(Background::typical(mean, sd, ranking.background_prior));
         }
     }
-    // How many vectors each model's hits were chosen from (the relevance reads it).
-    let searched: HashMap<String, f64> =
-        pools.iter().filter(|p| p.background.n > 0.0).fold(HashMap::new(), |mut m, p| {
-            *m.entry(p.model.clone()).or_insert(0.0) += p.background.weight.max(1.0);
-            m
-        });
+    // How many vectors each pool's hits were chosen from: the sampled collections of its model
+    // (the relevance reads it; 1,000, where the size term is 0, when nothing was sampled).
+    let mut searched: HashMap<&str, f64> = HashMap::new();
+    for p in pools.iter().filter(|p| p.background.n > 0.0) {
+        *searched.entry(p.model.as_str()).or_insert(0.0) += p.background.weight.max(1.0);
+    }
+    let vectors: Vec<f64> = pools.iter().map(|p| searched.get(p.model.as_str()).copied().unwrap_or(1000.0)).collect();
     let calibration: HashMap<String, (f32, f32)> =
         by_model.into_iter().map(|(m, b)| (m.to_string(), Background::mixture(&b).unwrap_or((0.0, 1.0)))).collect();
     let curves: Vec<Curves> = pools.iter().map(|p| Curves::for_model(&p.model)).collect();
-    let models: Vec<String> = pools.iter().map(|p| p.model.clone()).collect();
     let mut all: Vec<(usize, Candidate)> = Vec::new();
     for (i, pool) in pools.into_iter().enumerate() {
         let (mean, sd) = calibration[&pool.model];
@@ -266,8 +266,7 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
             std::collections::hash_map::Entry::Occupied(at) => out[*at.get()].folded += 1,
             std::collections::hash_map::Entry::Vacant(slot) => {
                 slot.insert(out.len());
-                let vectors = searched.get(&models[pool]).copied().unwrap_or(1000.0);
-                let relevance = relevance(mode, &curves[pool], &candidate.signals, vectors);
+                let relevance = relevance(mode, &curves[pool], &candidate.signals, vectors[pool]);
                 out.push(Ranked { pool, candidate, score: scores[i], relevance, folded: 0 });
             }
         }

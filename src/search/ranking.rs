@@ -137,7 +137,7 @@ pub struct Ranking {
     /// own samples when a cosine is calibrated (its `z`, [`Signals::semantic_z`]): a small or
     /// single-topic history, whose every message is close to the question, is then not its own
     /// yardstick, and a hit's score and relevance read the same on a history of ten messages as
-    /// on one of ten thousand. 0 calibrates against the collections alone (as before 0.3). A
+    /// on one of ten thousand. 0 calibrates against the collections alone (as before 2026-11-28). A
     /// model this build has not measured has no typical background and ignores it. Default:
     /// [`DEFAULT_BACKGROUND_PRIOR`].
     #[serde(default = "default_background_prior")]

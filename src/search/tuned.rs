@@ -95,7 +95,8 @@ pub(crate) fn typical_background(model: &str) -> Option<(f32, f32)> {
 
 // Lexical scores do not depend on the model (fitted 2026-11-23 and kept: the prompt hook's
 // threshold reads it).
-const RELEVANCE_LEXICAL: (f32, f32) = (1.575, -1.978);
+// No size term (c = 0).
+const RELEVANCE_LEXICAL: (f32, f32, f32) = (1.575, -1.978, 0.0);
 
 /// The readable relevance of a hit, 0–100: `100 / (1 + e^−(a·s + b + c·ln(n / 1000)))`, with
 /// `a`, `b` and `c` fitted per model and mode on the development halves of the evaluation sets
@@ -105,7 +106,8 @@ const RELEVANCE_LEXICAL: (f32, f32) = (1.575, -1.978);
 /// shown with relevance around `r`, roughly `r`% were an answer to the question on the
 /// held-out halves (docs/ranking.md, «How results are ranked»). `s` is what the curve was
 /// fitted on: the semantic z or the lexical share, and for hybrid search
-/// `z + λ · share + context` with the λ of the model's curve, whatever fusion ordered the hits
+/// `z + λ · share + context` (less what asking lost, [`Signals::asked`]) with the λ of the
+/// model's curve, whatever fusion ordered the hits
 /// (blend and RRF scores are relative to their pool; another lexical weight would read
 /// differently). Recency reorders hits without changing their relevance.
 pub(crate) fn relevance(mode: SearchMode, curves: &Curves, signals: &Signals, vectors: f64) -> u8 {
@@ -113,7 +115,7 @@ pub(crate) fn relevance(mode: SearchMode, curves: &Curves, signals: &Signals, ve
     let share = signals.lexical_share.unwrap_or(0.0);
     let ((a, b, c), s) = match mode {
         SearchMode::Semantic => (curves.semantic, z),
-        SearchMode::Lexical => ((RELEVANCE_LEXICAL.0, RELEVANCE_LEXICAL.1, 0.0), share),
+        SearchMode::Lexical => (RELEVANCE_LEXICAL, share),
         SearchMode::Hybrid => (curves.hybrid, z + curves.lexical_weight * share + signals.context + signals.asked),
     };
     let size = (vectors.max(1.0) / 1000.0).ln() as f32;

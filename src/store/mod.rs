@@ -134,8 +134,9 @@ fn all_tables_exist(db: &redb::Database) -> Result<bool> {
 }
 
 /// A collection written before the ranking table existed gets it, filled from its documents
-/// (once: the open that creates the table). A document that cannot be decoded gets no row;
-/// a search derives what it needs from the document then, as for any missing row.
+/// (once: the open that creates the table); one whose rows are of an earlier encoding
+/// ([`crate::search::fields::VERSION`]) gets them rewritten. A document that cannot be decoded
+/// gets no row; a search derives what it needs from the document then, as for any missing row.
 fn backfill_ranking(tx: &WriteTransaction) -> Result<()> {
     use redb::TableHandle;
     if tx.list_tables()?.any(|t| t.name() == RANKING.name()) {
