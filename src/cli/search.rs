@@ -211,17 +211,10 @@ fn print_sessions(sessions: Vec<convdex::SessionFound>, json: bool) -> anyhow::R
 
 /// `convdex search --team URL`: the same flags asked of the team store.
 fn team_search(ctx: &Ctx, a: &SearchArgs, team: &str) -> anyhow::Result<()> {
-    let mut q = convdex::team::TeamQuery::new(&a.query);
+    let index = ctx.index()?;
+    let mut q = convdex::team::TeamQuery::of(&a.query(index.default_ranking())?);
     q.project = a.project.clone();
-    q.kind = a.kind;
-    q.session = a.session.clone();
-    q.file = a.file.clone();
-    q.tags_any = a.tag.clone();
-    q.since = a.since.as_deref().map(|s| parse_time(s, false)).transpose()?;
-    q.until = a.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
-    q.mode = a.mode;
-    q.limit = a.limit;
-    let (shown, hits) = super::team::ask(&ctx.index()?, Some(team), &q)?;
+    let (shown, hits) = super::team::ask(&index, Some(team), &q)?;
     if a.json {
         return print_json(&hits);
     }

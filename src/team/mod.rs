@@ -168,7 +168,9 @@ impl TeamStore {
 
     /// Creates a tenant's schema and a project's tables if they are missing (serialised by an
     /// advisory lock: two machines pushing at once create them once).
-    fn ensure_project(&self, tenant: &str, project: &str, model: &str, dim: usize) -> Result<()> {
+    /// `root` is the project's folder on the pushing machine: a file typed absolute in a team
+    /// search matches the paths stored relative to it, as it does locally.
+    fn ensure_project(&self, tenant: &str, project: &str, root: Option<&str>, model: &str, dim: usize) -> Result<()> {
         let s = schema(tenant);
         let (d, v) = (docs_table(tenant, project), vectors_table(tenant, project, model));
         // Already there: nothing to create (a member may write rows without creating tables).
@@ -204,7 +206,10 @@ impl TeamStore {
             let mut tx = c.transaction()?;
             tx.execute("SELECT pg_advisory_xact_lock(hashtext('convdex schema'))", &[])?;
             tx.batch_execute(&ddl)?;
-            tx.execute(&format!("INSERT INTO {s}.projects (project) VALUES ($1) ON CONFLICT DO NOTHING"), &[&project])?;
+            tx.execute(
+                &format!("INSERT INTO {s}.projects (project, path) VALUES ($1, $2) ON CONFLICT DO NOTHING"),
+                &[&project, &root],
+            )?;
             tx.execute(
                 &format!("INSERT INTO {s}.models (project, model, dim) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"),
                 &[&project, &model, &(dim as i32)],
@@ -225,7 +230,8 @@ impl TeamStore {
             let coll = index.collection(&info.tenant, &info.project)?;
             let embedder = coll.embedder();
             let (model, dim) = (embedder.model_id().to_string(), embedder.dim());
-            self.ensure_project(&info.tenant, &info.project, &model, dim)?;
+            let root = coll.meta()?.project_path;
+            self.ensure_project(&info.tenant, &info.project, root.as_deref(), &model, dim)?;
             let (d, v) = (docs_table(&info.tenant, &info.project), vectors_table(&info.tenant, &info.project, &model));
             let s = schema(&info.tenant);
             let held: HashMap<uuid::Uuid, String> = self.with(|c| {
@@ -344,6 +350,15 @@ impl TeamStore {
     }
 
     /// Whether `project` of `tenant` holds vectors of `model`.
+    /// The project's folder as its first push recorded it (`None`: not recorded).
+    pub(crate) fn project_root(&self, tenant: &str, project: &str) -> Result<Option<String>> {
+        let s = schema(tenant);
+        self.with(|c| {
+            Ok(c.query_opt(&format!("SELECT path FROM {s}.projects WHERE project = $1"), &[&project])?
+                .and_then(|r| r.get::<_, Option<String>>(0)))
+        })
+    }
+
     pub(crate) fn has_model(&self, tenant: &str, project: &str, model: &str) -> Result<bool> {
         self.with(|c| {
             Ok(c.query_one(

@@ -3,20 +3,21 @@
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Utc};
 use postgres::types::ToSql;
 use serde::Serialize;
 
 use super::{TeamStore, docs_table, lexemes, vector_literal, vectors_table};
-use crate::doc::{DocKind, Document};
+use crate::doc::Document;
 use crate::error::{Error, Result};
-use crate::search::SearchMode;
+use crate::search::{Filter, Query, SearchMode, validate_limit};
+use crate::text::paths;
 
 /// Reciprocal-rank constant of the fusion (the usual 60).
 const RRF_K: f32 = 60.0;
 
-/// A question to the team store. Defaults: every tenant and project the role can read, both
-/// signals, 10 hits.
+/// A question to the team store: the text, the same [`Filter`] a local search takes (every
+/// field of it as SQL), a tenant and a project. Defaults: every tenant and project the role
+/// can read, no filter, both signals, 10 hits.
 #[derive(Debug, Clone)]
 pub struct TeamQuery {
     /// The question.
@@ -25,18 +26,10 @@ pub struct TeamQuery {
     pub tenant: Option<String>,
     /// Only this project.
     pub project: Option<String>,
-    /// Only this kind of document.
-    pub kind: Option<DocKind>,
-    /// Only sessions whose id starts with this.
-    pub session: Option<String>,
-    /// Only documents that discuss this file (as stored).
-    pub file: Option<String>,
-    /// Only documents with one of these tags.
-    pub tags_any: Vec<String>,
-    /// Not before.
-    pub since: Option<DateTime<Utc>>,
-    /// Not after.
-    pub until: Option<DateTime<Utc>>,
+    /// Which documents may be returned, as for a local search. Sessions match by id or by the
+    /// start of one (`7f3c`); a file typed absolute matches the path stored relative to the
+    /// project's folder as its first push recorded it.
+    pub filter: Filter,
     /// Meaning, words or both.
     pub mode: SearchMode,
     /// Hits wanted.
@@ -50,51 +43,77 @@ impl TeamQuery {
             text: text.to_string(),
             tenant: None,
             project: None,
-            kind: None,
-            session: None,
-            file: None,
-            tags_any: Vec::new(),
-            since: None,
-            until: None,
+            filter: Filter::default(),
             mode: SearchMode::Hybrid,
             limit: 10,
         }
     }
 
-    fn has_filters(&self) -> bool {
-        self.kind.is_some()
-            || self.session.is_some()
-            || self.file.is_some()
-            || !self.tags_any.is_empty()
-            || self.since.is_some()
-            || self.until.is_some()
+    /// The team store's form of a local [`Query`]: its text, filter, mode (hybrid when unset)
+    /// and limit.
+    pub fn of(query: &Query) -> TeamQuery {
+        TeamQuery {
+            text: query.text.clone(),
+            tenant: None,
+            project: None,
+            filter: query.filter.clone(),
+            mode: query.mode.unwrap_or_default(),
+            limit: query.limit,
+        }
     }
 
-    /// The filters as SQL over the documents table `d`, numbered from `$first`.
-    fn clauses(&self, first: usize) -> (String, Vec<Box<dyn ToSql + Sync>>) {
-        let mut sql = Vec::new();
+    /// The filter as SQL over the documents table `d`, numbered from `$first`: the fields of
+    /// [`Filter`] with their local meaning. `root` is the project's folder, for files typed absolute.
+    fn clauses(&self, first: usize, root: Option<&str>) -> (String, Vec<Box<dyn ToSql + Sync>>) {
+        let f = &self.filter;
+        let mut sql: Vec<String> = Vec::new();
         let mut params: Vec<Box<dyn ToSql + Sync>> = Vec::new();
-        let mut add = |clause: &str, p: Box<dyn ToSql + Sync>, params: &mut Vec<Box<dyn ToSql + Sync>>| {
+        let mut add = |clause: &str, p: Box<dyn ToSql + Sync>| {
             sql.push(clause.replace('?', &format!("${}", first + params.len())));
             params.push(p);
         };
-        if let Some(k) = self.kind {
-            add("d.kind = ?", Box::new(k.as_str().to_string()), &mut params);
+        if !f.kinds.is_empty() {
+            add("d.kind = ANY(?)", Box::new(f.kinds.iter().map(|k| k.as_str().to_string()).collect::<Vec<_>>()));
         }
-        if let Some(s) = &self.session {
-            add("starts_with(d.session_id, ?)", Box::new(s.clone()), &mut params);
+        if !f.tags_any.is_empty() {
+            add("d.tags && ?", Box::new(f.tags_any.clone()));
         }
-        if let Some(f) = &self.file {
-            add("? = ANY(d.files)", Box::new(f.clone()), &mut params);
+        if !f.tags_all.is_empty() {
+            add("d.tags @> ?", Box::new(f.tags_all.clone()));
         }
-        if !self.tags_any.is_empty() {
-            add("d.tags && ?", Box::new(self.tags_any.clone()), &mut params);
+        if let Some(domain) = &f.domain {
+            add("d.domain = ?", Box::new(domain.clone()));
         }
-        if let Some(t) = self.since {
-            add("d.ts >= ?::text::timestamptz", Box::new(t.to_rfc3339()), &mut params);
+        if !f.sessions.is_empty() {
+            add(
+                "EXISTS (SELECT 1 FROM unnest(?::text[]) s WHERE starts_with(d.session_id, s))",
+                Box::new(f.sessions.clone()),
+            );
         }
-        if let Some(t) = self.until {
-            add("d.ts <= ?::text::timestamptz", Box::new(t.to_rfc3339()), &mut params);
+        if !f.files.is_empty() {
+            let forms: Vec<String> = f.files.iter().flat_map(|p| paths::lookup_forms(p, root)).collect();
+            add("d.files && ?", Box::new(forms));
+        }
+        if let Some(prefix) = &f.file_prefix {
+            // A directory prefix keeps its `/` (`src/` must not match `srcx/`), as locally.
+            let dir = prefix.ends_with('/') || prefix.ends_with('\\');
+            let forms: Vec<String> = paths::lookup_forms(prefix, root)
+                .into_iter()
+                .map(|p| if dir && !p.is_empty() && !p.ends_with('/') { format!("{p}/") } else { p })
+                .collect();
+            add(
+                "EXISTS (SELECT 1 FROM unnest(d.files) f, unnest(?::text[]) p WHERE starts_with(f, p))",
+                Box::new(forms),
+            );
+        }
+        if !f.agents.is_empty() {
+            add("d.tags && ?", Box::new(f.agents.iter().map(|a| format!("source:{a}")).collect::<Vec<_>>()));
+        }
+        if let Some(t) = f.since {
+            add("d.ts >= ?::text::timestamptz", Box::new(t.to_rfc3339()));
+        }
+        if let Some(t) = f.until {
+            add("d.ts <= ?::text::timestamptz", Box::new(t.to_rfc3339()));
         }
         let sql = if sql.is_empty() { "TRUE".to_string() } else { sql.join(" AND ") };
         (sql, params)
@@ -132,13 +151,12 @@ impl TeamStore {
     /// is the question embedded by `model` (None: by words only); a project whose vectors
     /// were made by another model is searched by words.
     pub fn search(&self, q: &TeamQuery, model: &str, vector: Option<&[f32]>) -> Result<Vec<TeamHit>> {
+        // The same typed errors as a local search's.
         if q.text.trim().is_empty() {
-            return Err(Error::Team {
-                store: self.shown.clone(),
-                reason: "the question is empty".into(),
-                fix: "give a question: `convdex search --team URL \"…\"`".into(),
-            });
+            return Err(Error::EmptyQuery);
         }
+        q.filter.validate()?;
+        validate_limit(q.limit)?;
         let pool = (q.limit * 4).max(40);
         let mut semantic: Vec<(f32, String, String, Document)> = Vec::new();
         let mut lexical: Vec<(f32, String, String, Document)> = Vec::new();
@@ -148,10 +166,15 @@ impl TeamStore {
                 continue;
             }
             let d = docs_table(&tenant, &project);
+            let root = if q.filter.files.is_empty() && q.filter.file_prefix.is_none() {
+                None
+            } else {
+                self.project_root(&tenant, &project)?
+            };
             let has_model = self.has_model(&tenant, &project, model)?;
             if let (Some(v), true, true) = (vector, has_model, q.mode != SearchMode::Lexical) {
                 let vt = vectors_table(&tenant, &project, model);
-                let (filters, mut params) = q.clauses(2);
+                let (filters, mut params) = q.clauses(2, root.as_deref());
                 params.insert(0, Box::new(vector_literal(v)));
                 let sql = format!(
                     "SELECT d.doc::text, (1 - (v.embedding <=> $1::text::vector))::real FROM {vt} v JOIN {d} d ON d.id = v.id
@@ -159,7 +182,7 @@ impl TeamStore {
                 );
                 // A filter: an exact scan (the graph of pgvector 0.6 filters after its walk and
                 // can return fewer than asked); none: the graph, searched wide enough.
-                let setting = if q.has_filters() {
+                let setting = if !q.filter.is_empty() {
                     "SET LOCAL enable_indexscan = off".to_string()
                 } else {
                     format!("SET LOCAL hnsw.ef_search = {}", pool.clamp(40, 1000))
@@ -169,7 +192,7 @@ impl TeamStore {
                 }
             }
             if q.mode != SearchMode::Semantic && !words.is_empty() {
-                let (filters, mut params) = q.clauses(2);
+                let (filters, mut params) = q.clauses(2, root.as_deref());
                 params.insert(0, Box::new(words.clone()));
                 let sql = format!(
                     "SELECT d.doc::text, ts_rank(d.words, w)::real FROM {d} d, to_tsquery('simple', $1) w
@@ -250,16 +273,19 @@ fn fuse(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doc::DocKind;
 
     #[test]
     fn a_question_becomes_a_safe_tsquery_and_filters_numbered_params() {
         let q = tsquery("it's a \\ path: src/auth.rs");
         assert!(!q.is_empty() && q.split(" | ").all(|t| t.starts_with('\'') && t.ends_with('\'')), "{q}");
         let mut query = TeamQuery::new("x");
-        query.kind = Some(DocKind::Decision);
-        query.tags_any = vec!["go".into()];
-        let (sql, params) = query.clauses(2);
-        assert_eq!(sql, "d.kind = $2 AND d.tags && $3");
-        assert_eq!(params.len(), 2);
+        query.filter.kinds = vec![DocKind::Decision];
+        query.filter.tags_any = vec!["go".into()];
+        query.filter.domain = Some("backend".into());
+        let (sql, params) = query.clauses(2, None);
+        assert_eq!(sql, "d.kind = ANY($2) AND d.tags && $3 AND d.domain = $4");
+        assert_eq!(params.len(), 3);
+        assert_eq!(TeamQuery::new("x").clauses(2, None).0, "TRUE");
     }
 }

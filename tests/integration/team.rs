@@ -4,14 +4,14 @@
 //! model, pushed, searched, pushed again, pushed from two machines at once, killed and
 //! resumed, granted, revoked and forgotten. Run in CI always: without `pgserver` this fails.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use convdex::team::{TeamQuery, TeamStore};
-use convdex::{DocKind, Index, Options, SearchMode};
+use convdex::{Agent, DocKind, Document, Error, Filter, Index, Options, Query, SearchMode};
 
 use super::common::copy_dir;
 
@@ -133,8 +133,8 @@ fn a_team_store_on_real_postgres() {
         );
     }
     let mut q = TeamQuery::new(&decision.content);
-    q.kind = Some(DocKind::Message);
-    q.session = Some(decision.session_id.clone());
+    q.filter.kinds = vec![DocKind::Message];
+    q.filter.sessions = vec![decision.session_id[..8].to_string()]; // the start of its id
     let hits = store.search(&q, &model, Some(&vector)).unwrap();
     assert!(
         !hits.is_empty()
@@ -293,4 +293,161 @@ fn a_team_store_on_real_postgres() {
     let left: i64 =
         query(&pg.url, &format!("SELECT count(*) FROM {table} WHERE session_id = '{other}'")).unwrap()[0].get(0);
     assert_eq!(left, 0);
+}
+
+/// Whether `filter` admits `doc`, written from [`Filter`]'s documentation alone: what both
+/// stores are checked against.
+fn admits(f: &Filter, d: &Document) -> bool {
+    let files: Vec<&str> = d.files_discussed.iter().map(|x| x.path.as_str()).collect();
+    (f.kinds.is_empty() || f.kinds.contains(&d.kind()))
+        && (f.tags_any.is_empty() || f.tags_any.iter().any(|t| d.tags.contains(t)))
+        && f.tags_all.iter().all(|t| d.tags.contains(t))
+        && f.domain.as_ref().is_none_or(|x| d.domain.as_ref() == Some(x))
+        && (f.sessions.is_empty() || f.sessions.contains(&d.session_id))
+        && (f.files.is_empty() || files.iter().any(|x| f.files.iter().any(|y| y == x)))
+        && f.file_prefix.as_ref().is_none_or(|p| files.iter().any(|x| x.starts_with(p.as_str())))
+        && (f.agents.is_empty() || f.agents.iter().any(|a| d.agent() == Some(a.as_str())))
+        && f.since.is_none_or(|t| d.timestamp >= t)
+        && f.until.is_none_or(|t| d.timestamp <= t)
+}
+
+/// One matrix of the public search API over both stores: every field of [`Filter`] (and three
+/// together) in every mode, asked of the embedded store (`Collection::query`) and of the team
+/// store (`TeamStore::search` with `TeamQuery::of` the same query). Each store returns only
+/// documents the filter admits; by meaning with a filter, the team store returns every admitted
+/// document that has a vector and the embedded store none other; by words (translation off: the
+/// team store does not translate) every document the embedded store finds the team store finds
+/// too (one analyser); a decision asked in its own words is among the first three of both
+/// wherever the filter admits it; and both refuse the same invalid queries with the same typed
+/// errors.
+#[test]
+fn one_api_matrix_over_both_stores() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pg = Postgres::start(tmp.path());
+    let data = machine(tmp.path(), "m");
+    push_json(&data, &pg.url);
+    let index = Index::open(&data, Options::default()).unwrap();
+    let coll = index.collection("local", PROJECT).unwrap();
+    let docs: Vec<(Document, bool)> =
+        coll.documents_with_vectors().unwrap().into_iter().map(|(d, v)| (d, !v.is_empty())).collect();
+    let store = TeamStore::connect(&pg.url).unwrap();
+    let embedder = index.embedder().unwrap();
+    let model = embedder.model_id().to_string();
+
+    // Filters drawn from the documents themselves.
+    let decision = docs.iter().find(|(d, v)| d.kind() == DocKind::Decision && *v).expect("a decision").0.clone();
+    let vector = embedder.embed_query(&decision.content).unwrap();
+    let session = decision.session_id.clone();
+    // The decision, or a message of its session with the same words (a search folds identical
+    // content of one session into one hit, whichever kind comes first).
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let answers: HashSet<uuid::Uuid> = docs
+        .iter()
+        .filter(|(d, _)| d.session_id == session && words(&d.content) == words(&decision.content))
+        .map(|(d, _)| d.id)
+        .collect();
+    let file = docs.iter().find_map(|(d, _)| d.files_discussed.first().map(|f| f.path.clone())).expect("a file");
+    let tag = docs.iter().flat_map(|(d, _)| &d.tags).find(|t| !t.starts_with("source:")).expect("a tag").clone();
+    let two_tags = docs.iter().find(|(d, _)| d.tags.len() >= 2).map(|(d, _)| d.tags[..2].to_vec()).expect("two tags");
+    let mut times: Vec<_> = docs.iter().filter(|(d, _)| d.session_id == session).map(|(d, _)| d.timestamp).collect();
+    times.sort();
+    let middle = times[times.len() / 2];
+    let f = Filter::default;
+    let mut cases: Vec<(&str, Filter)> = vec![
+        ("no filter", f()),
+        ("type decision", Filter { kinds: vec![DocKind::Decision], ..f() }),
+        ("types message and summary", Filter { kinds: vec![DocKind::Message, DocKind::Summary], ..f() }),
+        ("a tag", Filter { tags_any: vec![tag], ..f() }),
+        ("two tags, both", Filter { tags_all: two_tags, ..f() }),
+        ("one session", Filter { sessions: vec![session.clone()], ..f() }),
+        ("a file", Filter { files: vec![file.clone()], ..f() }),
+        ("an agent", Filter { agents: vec![Agent::ClaudeCode], ..f() }),
+        ("since", Filter { since: Some(middle), ..f() }),
+        ("until", Filter { until: Some(middle), ..f() }),
+        (
+            "type, session and since",
+            Filter { kinds: vec![DocKind::Message], sessions: vec![session.clone()], since: Some(middle), ..f() },
+        ),
+    ];
+    if let Some((dir, _)) = file.rsplit_once('/') {
+        cases.push(("a directory", Filter { file_prefix: Some(format!("{dir}/")), ..f() }));
+    }
+    if let Some(domain) = docs.iter().find_map(|(d, _)| d.domain.clone()) {
+        cases.push(("a domain", Filter { domain: Some(domain), ..f() }));
+    }
+    for (name, filter) in &cases {
+        let admitted: HashSet<uuid::Uuid> = docs.iter().filter(|(d, _)| admits(filter, d)).map(|(d, _)| d.id).collect();
+        let with_vectors: HashSet<uuid::Uuid> =
+            docs.iter().filter(|(d, v)| *v && admitted.contains(&d.id)).map(|(d, _)| d.id).collect();
+        assert!(
+            !with_vectors.is_empty(),
+            "{name}: the filter admits no document with a vector; the case tests nothing"
+        );
+        // (This project is Claude Code's alone: its agent admits every document, and Codex none, below.)
+        assert!(
+            filter.is_empty() || !filter.agents.is_empty() || admitted.len() < docs.len(),
+            "{name}: the filter admits every document"
+        );
+        eprintln!("{name}: {} of {} documents admitted", admitted.len(), docs.len());
+        for mode in [SearchMode::Semantic, SearchMode::Lexical, SearchMode::Hybrid] {
+            let mut q = Query::new(decision.content.clone());
+            q.filter = filter.clone();
+            q.mode = Some(mode);
+            q.limit = 1000;
+            q.ranking.translation = 0.0;
+            q.ranking.gloss = 0.0;
+            let embedded: Vec<uuid::Uuid> = coll.query(&q).unwrap().hits.iter().map(|h| h.doc.id).collect();
+            let team: Vec<uuid::Uuid> =
+                store.search(&TeamQuery::of(&q), &model, Some(&vector)).unwrap().iter().map(|h| h.doc.id).collect();
+            for (which, ids) in [("embedded", &embedded), ("team", &team)] {
+                assert!(!ids.is_empty(), "{name}, {mode:?}: the {which} store found nothing");
+                let outside = ids.iter().filter(|i| !admitted.contains(i)).count();
+                assert_eq!(
+                    outside, 0,
+                    "{name}, {mode:?}: the {which} store returned documents the filter does not admit"
+                );
+                if answers.iter().any(|a| admitted.contains(a)) && mode != SearchMode::Lexical {
+                    assert!(
+                        ids.iter().take(3).any(|i| answers.contains(i)),
+                        "{name}, {mode:?}: the decision asked in its own words is not among the {which} store's first three"
+                    );
+                }
+            }
+            let team_set: HashSet<uuid::Uuid> = team.iter().copied().collect();
+            let missing = embedded.iter().filter(|i| !team_set.contains(i)).count();
+            if mode == SearchMode::Semantic && !filter.is_empty() {
+                assert_eq!(team_set, with_vectors, "{name}: by meaning the team store returns every admitted document");
+            }
+            if mode != SearchMode::Hybrid {
+                assert_eq!(
+                    missing, 0,
+                    "{name}, {mode:?}: the embedded store found {missing} documents the team store did not"
+                );
+            }
+        }
+    }
+
+    // A filter that admits nothing: nothing from either store.
+    let mut q = Query::new(decision.content.clone());
+    q.filter = Filter { agents: vec![Agent::Codex], ..f() };
+    assert!(coll.query(&q).unwrap().hits.is_empty());
+    assert!(store.search(&TeamQuery::of(&q), &model, Some(&vector)).unwrap().is_empty());
+
+    // The same invalid queries, the same typed errors.
+    let mut empty = Query::new("   ");
+    empty.mode = Some(SearchMode::Lexical);
+    let mut inverted = Query::new("x");
+    inverted.filter = Filter { since: Some(middle), until: Some(middle - chrono::Duration::days(1)), ..f() };
+    let mut zero = Query::new("x");
+    zero.limit = 0;
+    for (name, q) in [("empty question", empty), ("inverted time range", inverted), ("limit 0", zero)] {
+        let local = coll.query(&q).unwrap_err();
+        let team = store.search(&TeamQuery::of(&q), &model, Some(&vector)).unwrap_err();
+        assert_eq!(
+            std::mem::discriminant(&local),
+            std::mem::discriminant(&team),
+            "{name}: embedded `{local}`, team `{team}`"
+        );
+        assert!(!matches!(team, Error::Team { .. }), "{name}: {team}");
+    }
 }

@@ -194,9 +194,6 @@ impl Server {
     async fn search(&self, Parameters(p): Parameters<SearchParams>) -> ToolResult {
         let index = self.index.clone();
         blocking(move || {
-            if p.team.unwrap_or(false) {
-                return team_search(&index, &p);
-            }
             let filter = Filter {
                 kinds: p.kind.as_deref().map(str::parse).transpose()?.into_iter().collect(),
                 tags_any: p.tags.unwrap_or_default().iter().map(|t| t.to_lowercase()).collect(),
@@ -221,6 +218,9 @@ impl Server {
             if !p.translate.unwrap_or(true) {
                 query.ranking.translation = 0.0;
                 query.ranking.gloss = 0.0;
+            }
+            if p.team.unwrap_or(false) {
+                return team_search(&index, p.project.as_deref(), &query);
             }
             let by_session = p.sessions.unwrap_or(false);
             // The data dir's warm helper answers when one runs (this process then opens no
@@ -473,22 +473,14 @@ fn sessions_text(sessions: Vec<convdex::SessionFound>, text: &str) -> String {
 }
 
 /// The `search` tool with `team: true`: the question asked of `$CONVDEX_TEAM_URL`, as text.
-fn team_search(index: &convdex::Index, p: &SearchParams) -> anyhow::Result<String> {
-    let mut q = convdex::team::TeamQuery::new(&p.query);
-    q.project = p.project.clone();
-    q.kind = p.kind.as_deref().map(str::parse).transpose()?;
-    q.session = p.session.clone();
-    q.file = p.file.clone();
-    q.tags_any = p.tags.clone().unwrap_or_default();
-    q.since = p.since.as_deref().map(|s| parse_time(s, false)).transpose()?;
-    q.until = p.until.as_deref().map(|s| parse_time(s, true)).transpose()?;
-    q.mode = p.mode.as_deref().map(str::parse).transpose()?.unwrap_or_default();
-    q.limit = bounded("limit", p.limit, 8, 50)?;
+fn team_search(index: &convdex::Index, project: Option<&str>, query: &Query) -> anyhow::Result<String> {
+    let mut q = convdex::team::TeamQuery::of(query);
+    q.project = project.map(str::to_string);
     let (_, hits) = super::team::ask(index, None, &q)?;
     if hits.is_empty() {
-        return Ok(format!("no hits in the team store for {:?}; try other words or fewer filters", p.query));
+        return Ok(format!("no hits in the team store for {:?}; try other words or fewer filters", q.text));
     }
-    let mut out = format!("{} hits in the team store for {:?}:\n", hits.len(), p.query);
+    let mut out = format!("{} hits in the team store for {:?}:\n", hits.len(), q.text);
     for (i, h) in hits.iter().enumerate() {
         out.push_str(&format!(
             "\n{}. {}/{} · session {} · {} · {}\n   {}\n",
