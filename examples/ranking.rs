@@ -33,7 +33,9 @@
 //! background (mean and spread of their cosines, the typical background of
 //! `src/search/tuned.rs`), and with `--fit` fits on the large and small development hits pooled
 //! and reads the test halves' relevance on each apart; `RANKING_PRIOR=w,…` tries those
-//! background prior weights (`Ranking::background_prior`).
+//! background prior weights (`Ranking::background_prior`); `--team URL` pushes the LoCoMo
+//! projects to the team store at `URL` (PostgreSQL with pgvector) and asks every question of
+//! both stores (evidence recall@10, hit@5, hit@1 side by side).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -175,6 +177,7 @@ struct Tally {
     n: f64,
     recall10: f64,
     hit5: f64,
+    hit1: f64,
     wrong_top: f64,
 }
 
@@ -183,6 +186,7 @@ impl Tally {
         self.n += o.n;
         self.recall10 += o.recall10;
         self.hit5 += o.hit5;
+        self.hit1 += o.hit1;
         self.wrong_top += o.wrong_top;
     }
 }
@@ -201,6 +205,11 @@ fn size_of(index: &Index) -> anyhow::Result<f32> {
 struct Results {
     locomo: BTreeMap<Split, Tally>,
     claude: BTreeMap<Split, (usize, usize)>,
+    /// The Claude Code cases whose first hit is an answer.
+    claude_top1: BTreeMap<Split, (usize, usize)>,
+    /// Asked of one session (`--small`): LoCoMo questions and Claude Code cases whose first hit
+    /// is an answer.
+    small_top1: BTreeMap<Split, (usize, usize)>,
     multilingual: BTreeMap<Split, (usize, usize)>,
     /// The multilingual set asked with `Index::search_sessions`: the expected session among
     /// the first five sessions.
@@ -221,6 +230,8 @@ fn evaluate(
     let mut r = Results {
         locomo: BTreeMap::new(),
         claude: BTreeMap::new(),
+        claude_top1: BTreeMap::new(),
+        small_top1: BTreeMap::new(),
         multilingual: BTreeMap::new(),
         sessions: BTreeMap::new(),
         points: BTreeMap::new(),
@@ -248,6 +259,7 @@ fn evaluate(
             n: 1.0,
             recall10: found as f64 / evidence.len() as f64,
             hit5: if ids.iter().take(5).any(answered) { 1.0 } else { 0.0 },
+            hit1: if ids.first().is_some_and(answered) { 1.0 } else { 0.0 },
             wrong_top: if ids.first().is_some_and(|x| !x.2) { 1.0 } else { 0.0 },
         };
         r.locomo.entry(split).or_default().add(t);
@@ -271,6 +283,11 @@ fn evaluate(
             if let Some(sessions) = sessions {
                 let e = r.sessions.entry(case.split).or_default();
                 e.0 += usize::from(sessions.iter().any(|s| s.session_id == case.session));
+                e.1 += 1;
+            }
+            if set == "claude" && !case.uuids.is_empty() {
+                let e = r.claude_top1.entry(case.split).or_default();
+                e.0 += usize::from(hits.first().is_some_and(answered));
                 e.1 += 1;
             }
             let tally = if set == "claude" { &mut r.claude } else { &mut r.multilingual };
@@ -308,25 +325,32 @@ fn evaluate_small(
         let Some(coll) = small::collection(&small.index, session, &small.locomo)? else { continue };
         let size = (coll.stats()?.chunks.max(1) as f32 / 1000.0).ln();
         let hits = coll.query(&query(question, c.mode, c.ranking, 10))?;
+        let answered = |h: &convdex::Hit| match &h.doc.body {
+            DocBody::Message(m) => {
+                l.dia.get(&(h.doc.session_id.clone(), m.message_index)).is_some_and(|d| evidence.contains(d))
+            }
+            _ => false,
+        };
+        let e = r.small_top1.entry(split).or_default();
+        e.0 += usize::from(hits.first().is_some_and(answered));
+        e.1 += 1;
         let pts = r.points.entry((split, "locomo-small")).or_default();
         for h in hits.iter() {
-            let answered = match &h.doc.body {
-                DocBody::Message(m) => {
-                    l.dia.get(&(h.doc.session_id.clone(), m.message_index)).is_some_and(|d| evidence.contains(d))
-                }
-                _ => false,
-            };
-            pts.push((h.score, h.relevance, answered, size));
+            pts.push((h.score, h.relevance, answered(h), size));
         }
     }
     for case in cc.iter().filter(|c| !c.uuids.is_empty() && (!dev_only || c.split == Split::Dev)) {
         let Some(coll) = small::collection(&small.index, &case.session, &small.claude)? else { continue };
         let size = (coll.stats()?.chunks.max(1) as f32 / 1000.0).ln();
         let hits = coll.query(&query(&case.query, c.mode, c.ranking, 10))?;
+        let answered =
+            |h: &convdex::Hit| matches!(&h.doc.body, DocBody::Message(m) if case.uuids.contains(&m.message_uuid));
+        let e = r.small_top1.entry(case.split).or_default();
+        e.0 += usize::from(hits.first().is_some_and(answered));
+        e.1 += 1;
         let pts = r.points.entry((case.split, "claude-small")).or_default();
         for h in hits.iter() {
-            let answered = matches!(&h.doc.body, DocBody::Message(m) if case.uuids.contains(&m.message_uuid));
-            pts.push((h.score, h.relevance, answered, size));
+            pts.push((h.score, h.relevance, answered(h), size));
         }
     }
     Ok(())
@@ -375,14 +399,75 @@ fn row(label: &str, split: Split, r: &Results) -> String {
         format!("{a}/{b} ({:.2})", a as f64 / b.max(1) as f64)
     };
     format!(
-        "| {label} | {split:?} | {:.3} | {:.3} | {:.3} | {} | {} | {} |",
+        "| {label} | {split:?} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {} | {} | {} | {} |",
         l.recall10 / n,
         l.hit5 / n,
+        l.hit1 / n,
         l.wrong_top / n,
         rate(&r.claude),
+        rate(&r.claude_top1),
         rate(&r.multilingual),
-        rate(&r.sessions)
+        rate(&r.sessions),
+        rate(&r.small_top1)
     )
+}
+
+/// `--team URL`: the LoCoMo projects pushed to the team store at `URL` (a PostgreSQL with
+/// pgvector) and every question asked of both stores across all projects, each store's default
+/// hybrid search: evidence recall@10 and hit@5 per half, side by side.
+fn team_quality(loc: &Index, loaded: &[locomo::Loaded], url: &str, dev_only: bool) -> anyhow::Result<()> {
+    use convdex::team::{TeamQuery, TeamStore};
+    let store = TeamStore::connect(url)?;
+    store.init()?;
+    let t = Instant::now();
+    let pushed = store.push(loc, None)?;
+    eprintln!(
+        "team: {} documents sent, {} unchanged in {:.0} s",
+        pushed.sent,
+        pushed.unchanged,
+        t.elapsed().as_secs_f64()
+    );
+    let embedder = loc.embedder()?;
+    let mut tallies: BTreeMap<(&str, Split), Tally> = BTreeMap::new();
+    for (split, l, question, evidence) in locomo_questions(loaded, dev_only) {
+        let local: Vec<(String, String)> = loc
+            .search(None, &query(question, SearchMode::Hybrid, loc.default_ranking(), 10))?
+            .found
+            .iter()
+            .map(|h| (h.project.clone(), dia_of(l, &h.hit.doc)))
+            .collect();
+        let vector = embedder.embed_query(question)?;
+        let team: Vec<(String, String)> = store
+            .search(&TeamQuery::new(question), embedder.model_id(), Some(&vector))?
+            .iter()
+            .map(|h| (h.project.clone(), dia_of(l, &h.doc)))
+            .collect();
+        for (name, ids) in [("embedded", local), ("team", team)] {
+            let answered = |x: &(String, String)| x.0 == l.id && evidence.contains(&x.1);
+            let found = evidence.iter().filter(|e| ids.iter().any(|x| x.0 == l.id && &&x.1 == e)).count();
+            tallies.entry((name, split)).or_default().add(Tally {
+                n: 1.0,
+                recall10: found as f64 / evidence.len() as f64,
+                hit5: if ids.iter().take(5).any(answered) { 1.0 } else { 0.0 },
+                hit1: if ids.first().is_some_and(answered) { 1.0 } else { 0.0 },
+                wrong_top: 0.0,
+            });
+        }
+    }
+    println!("\n| LoCoMo as ten projects, default hybrid | half | R@10 | hit@5 | hit@1 |\n|---|---|---:|---:|---:|");
+    for ((name, split), t) in &tallies {
+        let n = t.n.max(1.0);
+        println!("| {name} store | {split:?} | {:.3} | {:.3} | {:.3} |", t.recall10 / n, t.hit5 / n, t.hit1 / n);
+    }
+    Ok(())
+}
+
+/// The LoCoMo turn (`D1:3`) a document of conversation `l` is, or "".
+fn dia_of(l: &locomo::Loaded, doc: &convdex::Document) -> String {
+    match &doc.body {
+        DocBody::Message(m) => l.dia.get(&(doc.session_id.clone(), m.message_index)).cloned().unwrap_or_default(),
+        _ => String::new(),
+    }
 }
 
 /// Fits `p = 1 / (1 + e^−(a·s + b + c·size))` by maximum likelihood (Newton's method on the
@@ -683,9 +768,9 @@ fn main() -> anyhow::Result<()> {
         ml.len()
     );
     println!(
-        "| configuration | half | LoCoMo R@10 | LoCoMo hit@5 | top hit from another conversation | Claude Code top 5 | multilingual top 5 | multilingual top 5 sessions |"
+        "| configuration | half | LoCoMo R@10 | LoCoMo hit@5 | LoCoMo hit@1 | top hit from another conversation | Claude Code top 5 | Claude Code top 1 | multilingual top 5 | multilingual top 5 sessions | one session: first hit answers (`--small`) |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut default_results = None;
     for c in &configs {
         let t = Instant::now();
@@ -730,6 +815,9 @@ fn main() -> anyhow::Result<()> {
     }
     for (split, t) in &per {
         println!("\nLoCoMo per collection, hybrid default, {split:?}: R@10 {:.3}", t.recall10 / t.n.max(1.0));
+    }
+    if let Some(url) = value("--team") {
+        team_quality(&loc, &loaded, url, dev_only)?;
     }
     if flag("--fit") {
         for (label, mode, r) in default_results.iter().flatten() {

@@ -298,7 +298,9 @@ impl TeamStore {
             for (doc, vectors, hash) in batch {
                 let files: Vec<String> = doc.files_discussed.iter().map(|f| f.path.clone()).collect();
                 let json = serde_json::to_string(doc).unwrap_or_default();
-                let words = lexemes(&doc.content);
+                // The words a local search indexes: with an imported message's speaker, date
+                // and the turn it answers.
+                let words = lexemes(&doc.lexical_text());
                 let n = tx.execute(
                     &upsert,
                     &[
@@ -461,6 +463,9 @@ impl TeamStore {
 /// was indexed is left out: two machines holding the same session do not send it in turns.
 fn doc_hash(doc: &Document, vectors: &[Vec<f32>]) -> String {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
+    // What is sent besides the document: a change here sends every document once more. v2
+    // (2026-11-28): the words include an imported message's header.
+    h.update(b"words v2");
     let mut same = doc.clone();
     same.indexed_at = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
     h.update(serde_json::to_string(&same).unwrap_or_default().as_bytes());
