@@ -462,6 +462,49 @@ fn team_quality(loc: &Index, loaded: &[locomo::Loaded], url: &str, dev_only: boo
     Ok(())
 }
 
+/// `--team URL`, the other sets: the transcripts pushed to the team store and the Claude Code
+/// cases and multilingual questions asked of both stores (the expected message, or session, in
+/// the first five), each store's default hybrid search. The team store matches a question's own
+/// words and vector only (no translation, no glosses).
+fn team_cases(claude: &Index, (cc, ml): (&[Case], &[Case]), url: &str, dev_only: bool) -> anyhow::Result<()> {
+    use convdex::team::{TeamQuery, TeamStore};
+    let store = TeamStore::connect(url)?;
+    let t = Instant::now();
+    let pushed = store.push(claude, None)?;
+    eprintln!(
+        "team: {} documents sent, {} unchanged in {:.0} s",
+        pushed.sent,
+        pushed.unchanged,
+        t.elapsed().as_secs_f64()
+    );
+    let embedder = claude.embedder()?;
+    let mut tallies: BTreeMap<(&str, &str, Split), (usize, usize)> = BTreeMap::new();
+    for (set, cases) in [("Claude Code top 5", cc), ("multilingual top 5", ml)] {
+        for case in cases.iter().filter(|c| !dev_only || c.split == Split::Dev) {
+            let q = query(&case.query, SearchMode::Hybrid, claude.default_ranking(), 5);
+            let answered = |doc: &convdex::Document| match (&doc.body, case.uuids.is_empty()) {
+                (_, true) => doc.session_id == case.session,
+                (DocBody::Message(m), false) => case.uuids.contains(&m.message_uuid),
+                _ => false,
+            };
+            let local = claude.search(None, &q)?.found.iter().any(|h| answered(&h.hit.doc));
+            let vector = embedder.embed_query(&case.query)?;
+            let team =
+                store.search(&TeamQuery::of(&q), embedder.model_id(), Some(&vector))?.iter().any(|h| answered(&h.doc));
+            for (name, ok) in [("embedded", local), ("team", team)] {
+                let e = tallies.entry((set, name, case.split)).or_default();
+                e.0 += usize::from(ok);
+                e.1 += 1;
+            }
+        }
+    }
+    println!("\n| the transcripts, default hybrid | store | half | found |\n|---|---|---|---:|");
+    for ((set, name, split), (a, b)) in &tallies {
+        println!("| {set} | {name} | {split:?} | {a}/{b} |");
+    }
+    Ok(())
+}
+
 /// The LoCoMo turn (`D1:3`) a document of conversation `l` is, or "".
 fn dia_of(l: &locomo::Loaded, doc: &convdex::Document) -> String {
     match &doc.body {
@@ -817,6 +860,7 @@ fn main() -> anyhow::Result<()> {
         println!("\nLoCoMo per collection, hybrid default, {split:?}: R@10 {:.3}", t.recall10 / t.n.max(1.0));
     }
     if let Some(url) = value("--team") {
+        team_cases(&claude, (&cc, &ml), url, dev_only)?;
         team_quality(&loc, &loaded, url, dev_only)?;
     }
     if flag("--fit") {

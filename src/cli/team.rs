@@ -221,11 +221,14 @@ pub fn ask(index: &convdex::Index, url_given: Option<&str>, q: &TeamQuery) -> an
 pub fn print_hits(shown: &str, hits: &[TeamHit]) {
     if hits.is_empty() {
         println!("no hits in {shown}");
+    } else {
+        println!("relevance (% chance it answers)  tenant/project  session  time  type");
     }
     for h in hits {
         let text: String = h.doc.content.chars().take(200).collect();
         println!(
-            "{}/{}  {}  {}  {}  {}",
+            "{:>3}  {}/{}  {}  {}  {}  {}",
+            h.relevance,
             h.tenant,
             h.project,
             super::render::short(&h.doc.session_id),

@@ -1,5 +1,6 @@
 //! Search in the team store: by meaning through pgvector, by words through Postgres full text
-//! over convdex's own lexemes, every filter as SQL, the two lists fused by rank.
+//! over convdex's own lexemes, every filter as SQL, the candidates ranked by the local ranking
+//! (calibrated fusion, context, relevance).
 
 use std::collections::HashMap;
 
@@ -9,11 +10,10 @@ use serde::Serialize;
 use super::{TeamStore, docs_table, lexemes, vector_literal, vectors_table};
 use crate::doc::Document;
 use crate::error::{Error, Result};
-use crate::search::{Filter, Query, SearchMode, validate_limit};
+use crate::search::fields::RankFields;
+use crate::search::fuse::{self, Background, Candidate, LexicalScale, POOL_DEPTH, Pool};
+use crate::search::{Filter, Query, Ranking, SearchMode, Signals, asks_about_a_decision, validate_limit};
 use crate::text::paths;
-
-/// Reciprocal-rank constant of the fusion (the usual 60).
-const RRF_K: f32 = 60.0;
 
 /// A question to the team store: the text, the same [`Filter`] a local search takes (every
 /// field of it as SQL), a tenant and a project. Defaults: every tenant and project the role
@@ -34,6 +34,9 @@ pub struct TeamQuery {
     pub mode: SearchMode,
     /// Hits wanted.
     pub limit: usize,
+    /// How the hits are ordered, as for a local search (its translation and glosses aside: the
+    /// team store matches the question's own words). Default: [`Ranking::default`].
+    pub ranking: Ranking,
 }
 
 impl TeamQuery {
@@ -46,6 +49,7 @@ impl TeamQuery {
             filter: Filter::default(),
             mode: SearchMode::Hybrid,
             limit: 10,
+            ranking: Ranking::default(),
         }
     }
 
@@ -59,6 +63,7 @@ impl TeamQuery {
             filter: query.filter.clone(),
             mode: query.mode.unwrap_or_default(),
             limit: query.limit,
+            ranking: query.ranking,
         }
     }
 
@@ -129,27 +134,85 @@ pub struct TeamHit {
     pub project: String,
     /// The document.
     pub doc: Document,
-    /// The fused score (reciprocal ranks).
+    /// The score of the local ranking (calibrated fusion, context; [`crate::Hit::score`]).
     pub score: f32,
-    /// Cosine similarity to the question, when found by meaning.
+    /// How likely this hit answers the question, 0–100, read as a local hit's
+    /// ([`crate::Hit::relevance`]).
+    pub relevance: u8,
+    /// Cosine similarity to the question (its best chunk), when searched by meaning.
     pub similarity: Option<f32>,
-    /// Full-text rank, when found by words.
+    /// BM25 of the question's words, when it matched any.
     pub words: Option<f32>,
+}
+
+/// BM25's term-frequency saturation and length normalisation (tantivy's, the local index's).
+const BM25_K1: f32 = 1.2;
+const BM25_B: f32 = 0.75;
+
+/// A tsquery matching one lexeme, quoted.
+fn quoted(w: &str) -> String {
+    format!("'{}'", w.replace('\\', "\\\\").replace('\'', "''"))
 }
 
 /// A tsquery matching any of the question's lexemes, each quoted.
 fn tsquery(text: &str) -> String {
-    lexemes(text)
-        .iter()
-        .map(|w| format!("'{}'", w.replace('\\', "\\\\").replace('\'', "''")))
-        .collect::<Vec<_>>()
-        .join(" | ")
+    lexemes(text).iter().map(|w| quoted(w)).collect::<Vec<_>>().join(" | ")
+}
+
+/// What calibrates a project's BM25: documents, their mean length (in distinct lexemes, as the
+/// documents table holds them) and each query lexeme's document frequency.
+struct Corpus {
+    docs: f32,
+    mean_len: f32,
+    df: Vec<f32>,
+}
+
+impl Corpus {
+    fn idf(&self, i: usize) -> f32 {
+        let df = self.df[i];
+        (1.0 + (self.docs - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// BM25 of a document for the query's lexemes (`None`: it matches none), over its words as
+    /// the local index holds them.
+    fn bm25(&self, terms: &[String], doc: &Document) -> Option<f32> {
+        let mut tf: HashMap<String, f32> = HashMap::new();
+        for t in crate::lexical::tokenize::analyze(&doc.lexical_text()) {
+            let w = t.text.to_lowercase();
+            if !w.is_empty() {
+                *tf.entry(w).or_default() += 1.0;
+            }
+        }
+        let len = tf.len() as f32;
+        let norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len / self.mean_len.max(1.0));
+        let mut score = 0.0;
+        let mut matched = false;
+        for (i, t) in terms.iter().enumerate() {
+            if let Some(&f) = tf.get(t) {
+                matched = true;
+                score += self.idf(i) * f * (BM25_K1 + 1.0) / (f + norm);
+            }
+        }
+        matched.then_some(score)
+    }
+
+    /// What a document of mean length holding every query lexeme once scores: BM25 over it is
+    /// the share of the question a document matches ([`LexicalScale`]).
+    fn scale(&self) -> LexicalScale {
+        LexicalScale { reference: (0..self.df.len()).map(|i| self.idf(i)).sum(), required: 0.0 }
+    }
 }
 
 impl TeamStore {
     /// Searches every project the role can read (or the query's tenant and project). `vector`
     /// is the question embedded by `model` (None: by words only); a project whose vectors
-    /// were made by another model is searched by words.
+    /// were made by another model is searched by words. The hits are ranked as a local search
+    /// ranks them (the same calibrated fusion, context and relevance, docs/team.md): each project
+    /// contributes its best documents by cosine (pgvector) and by words (Postgres full text),
+    /// each scored on both signals (the exact cosine of its best chunk; BM25 over its words with
+    /// the project's document frequencies), the cosines read against a sample of the project's
+    /// vectors. Not as locally: the question's words are matched as given (no translation, no
+    /// required phrase or identifier).
     pub fn search(&self, q: &TeamQuery, model: &str, vector: Option<&[f32]>) -> Result<Vec<TeamHit>> {
         // The same typed errors as a local search's.
         if q.text.trim().is_empty() {
@@ -157,10 +220,11 @@ impl TeamStore {
         }
         q.filter.validate()?;
         validate_limit(q.limit)?;
-        let pool = (q.limit * 4).max(40);
-        let mut semantic: Vec<(f32, String, String, Document)> = Vec::new();
-        let mut lexical: Vec<(f32, String, String, Document)> = Vec::new();
+        let want = q.limit.max(POOL_DEPTH);
         let words = tsquery(&q.text);
+        let terms = lexemes(&q.text);
+        let mut pools: Vec<Pool> = Vec::new();
+        let mut owners: Vec<(String, String, Vec<Document>)> = Vec::new();
         for (tenant, project) in self.projects()? {
             if q.tenant.as_ref().is_some_and(|t| *t != tenant) || q.project.as_ref().is_some_and(|p| *p != project) {
                 continue;
@@ -171,39 +235,166 @@ impl TeamStore {
             } else {
                 self.project_root(&tenant, &project)?
             };
-            let has_model = self.has_model(&tenant, &project, model)?;
-            if let (Some(v), true, true) = (vector, has_model, q.mode != SearchMode::Lexical) {
-                let vt = vectors_table(&tenant, &project, model);
+            let has_model =
+                vector.is_some() && q.mode != SearchMode::Lexical && self.has_model(&tenant, &project, model)?;
+            let by_meaning = vector.filter(|_| has_model);
+            let mut docs: Vec<Document> = Vec::new();
+            let mut at: HashMap<uuid::Uuid, usize> = HashMap::new();
+            let mut cosine: HashMap<uuid::Uuid, f32> = HashMap::new();
+            let mut background = Background::default();
+            let vt = vectors_table(&tenant, &project, model);
+            if let Some(v) = by_meaning {
                 let (filters, mut params) = q.clauses(2, root.as_deref());
                 params.insert(0, Box::new(vector_literal(v)));
+                // Rows are chunks: a document's best comes first.
                 let sql = format!(
                     "SELECT d.doc::text, (1 - (v.embedding <=> $1::text::vector))::real FROM {vt} v JOIN {d} d ON d.id = v.id
-                     WHERE {filters} ORDER BY v.embedding <=> $1::text::vector LIMIT {pool}"
+                     WHERE {filters} ORDER BY v.embedding <=> $1::text::vector LIMIT {}",
+                    want * 2
                 );
                 // A filter: an exact scan (the graph of pgvector 0.6 filters after its walk and
                 // can return fewer than asked); none: the graph, searched wide enough.
                 let setting = if !q.filter.is_empty() {
                     "SET LOCAL enable_indexscan = off".to_string()
                 } else {
-                    format!("SET LOCAL hnsw.ef_search = {}", pool.clamp(40, 1000))
+                    format!("SET LOCAL hnsw.ef_search = {}", (want * 2).clamp(40, 1000))
                 };
                 for (score, doc) in self.rows(&setting, &sql, &params)? {
-                    semantic.push((score, tenant.clone(), project.clone(), doc));
+                    if at.len() < want && !at.contains_key(&doc.id) {
+                        cosine.insert(doc.id, score);
+                        at.insert(doc.id, docs.len());
+                        docs.push(doc);
+                    }
                 }
+                // The background: the question's cosine over a fixed sample of the project's
+                // vectors, standing for all of them.
+                let v = vector_literal(v);
+                let (sample, count) = self.with(|c| {
+                    let sample: Vec<f32> = c
+                        .query(
+                            &format!(
+                                "SELECT (1 - (embedding <=> $1::text::vector))::real FROM {vt} ORDER BY id, chunk LIMIT {}",
+                                fuse::BACKGROUND_SAMPLE
+                            ),
+                            &[&v],
+                        )?
+                        .iter()
+                        .map(|r| r.get(0))
+                        .collect();
+                    let count: i64 = c.query_one(&format!("SELECT count(*) FROM {vt}"), &[])?.get(0);
+                    Ok((sample, count))
+                })?;
+                for c in sample {
+                    background.add(c);
+                }
+                background.represents(count.max(0) as usize);
             }
-            if q.mode != SearchMode::Semantic && !words.is_empty() {
+            let mut scale = LexicalScale::default();
+            let mut corpus = None;
+            if q.mode != SearchMode::Semantic && !terms.is_empty() {
                 let (filters, mut params) = q.clauses(2, root.as_deref());
                 params.insert(0, Box::new(words.clone()));
+                // Candidates by full text, wider than kept: `ts_rank` knows no document
+                // frequency, BM25 below re-scores them.
                 let sql = format!(
                     "SELECT d.doc::text, ts_rank(d.words, w)::real FROM {d} d, to_tsquery('simple', $1) w
-                     WHERE d.words @@ w AND {filters} ORDER BY 2 DESC LIMIT {pool}"
+                     WHERE d.words @@ w AND {filters} ORDER BY 2 DESC LIMIT {}",
+                    want * 3
                 );
-                for (score, doc) in self.rows("SET LOCAL enable_seqscan = on", &sql, &params)? {
-                    lexical.push((score, tenant.clone(), project.clone(), doc));
+                let found = self.rows("SET LOCAL enable_seqscan = on", &sql, &params)?;
+                let each: Vec<String> = terms.iter().map(|t| quoted(t)).collect();
+                let c = self.with(|c| {
+                    let row =
+                        c.query_one(&format!("SELECT count(*), coalesce(avg(length(words)), 0)::real FROM {d}"), &[])?;
+                    let df: Vec<f32> = c
+                        .query(
+                            &format!(
+                                "SELECT (SELECT count(*) FROM {d} WHERE words @@ to_tsquery('simple', x))::real
+                                 FROM unnest($1::text[]) WITH ORDINALITY AS u(x, i) ORDER BY i"
+                            ),
+                            &[&each],
+                        )?
+                        .iter()
+                        .map(|r| r.get(0))
+                        .collect();
+                    Ok(Corpus { docs: row.get::<_, i64>(0) as f32, mean_len: row.get(1), df })
+                })?;
+                scale = c.scale();
+                let mut scored: Vec<(f32, Document)> =
+                    found.into_iter().filter_map(|(_, doc)| c.bm25(&terms, &doc).map(|s| (s, doc))).collect();
+                scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
+                for (_, doc) in scored.into_iter().take(want) {
+                    if let std::collections::hash_map::Entry::Vacant(slot) = at.entry(doc.id) {
+                        slot.insert(docs.len());
+                        docs.push(doc);
+                    }
+                }
+                corpus = Some(c);
+            }
+            // Every candidate scored on both signals: the cosine of those found by words only.
+            if let Some(v) = by_meaning {
+                let missing: Vec<uuid::Uuid> = docs.iter().map(|d| d.id).filter(|i| !cosine.contains_key(i)).collect();
+                if !missing.is_empty() {
+                    let v = vector_literal(v);
+                    let rows = self.with(|c| {
+                        c.query(
+                            &format!(
+                                "SELECT id, max(1 - (embedding <=> $1::text::vector))::real FROM {vt} WHERE id = ANY($2) GROUP BY id"
+                            ),
+                            &[&v, &missing],
+                        )
+                    })?;
+                    for r in rows {
+                        cosine.insert(r.get(0), r.get(1));
+                    }
                 }
             }
+            let mut by_cosine: Vec<(f32, usize)> =
+                docs.iter().enumerate().filter_map(|(i, d)| cosine.get(&d.id).map(|&c| (c, i))).collect();
+            by_cosine.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let semantic_rank: HashMap<usize, usize> =
+                by_cosine.iter().enumerate().map(|(r, &(_, i))| (i, r + 1)).collect();
+            let bm25: Vec<Option<f32>> = docs.iter().map(|d| corpus.as_ref().and_then(|c| c.bm25(&terms, d))).collect();
+            let mut by_words: Vec<(f32, usize)> =
+                bm25.iter().enumerate().filter_map(|(i, s)| s.map(|s| (s, i))).collect();
+            by_words.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let lexical_rank: HashMap<usize, usize> =
+                by_words.iter().enumerate().map(|(r, &(_, i))| (i, r + 1)).collect();
+            let candidates = docs
+                .iter()
+                .enumerate()
+                .map(|(i, doc)| Candidate {
+                    id: i as u64,
+                    fields: RankFields::of(doc),
+                    chunk: 0,
+                    signals: Signals {
+                        semantic: cosine.get(&doc.id).copied(),
+                        semantic_rank: semantic_rank.get(&i).copied(),
+                        lexical: bm25[i],
+                        lexical_rank: lexical_rank.get(&i).copied(),
+                        ..Default::default()
+                    },
+                })
+                .collect();
+            pools.push(Pool { candidates, model: model.to_string(), background, lexical: scale });
+            owners.push((tenant, project, docs));
         }
-        Ok(fuse(semantic, lexical, q.limit))
+        let ranked = fuse::rank(pools, q.mode, &q.ranking, asks_about_a_decision(&q.text));
+        let mut hits = Vec::with_capacity(q.limit);
+        for r in ranked.into_iter().take(q.limit) {
+            let (tenant, project, docs) = &owners[r.pool];
+            let Some(doc) = docs.get(r.candidate.id as usize) else { continue };
+            hits.push(TeamHit {
+                tenant: tenant.clone(),
+                project: project.clone(),
+                doc: doc.clone(),
+                score: r.score,
+                relevance: r.relevance,
+                similarity: r.candidate.signals.semantic,
+                words: r.candidate.signals.lexical,
+            });
+        }
+        Ok(hits)
     }
 
     /// Runs `sql` after `setting` in one transaction: (score, document) per row, both queries
@@ -230,44 +421,6 @@ impl TeamStore {
         }
         Ok(out)
     }
-}
-
-/// Both lists as one, by reciprocal rank; a document once (its best chunk).
-fn fuse(
-    mut semantic: Vec<(f32, String, String, Document)>,
-    mut lexical: Vec<(f32, String, String, Document)>,
-    limit: usize,
-) -> Vec<TeamHit> {
-    semantic.sort_by(|a, b| b.0.total_cmp(&a.0));
-    lexical.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let mut by_id: HashMap<uuid::Uuid, TeamHit> = HashMap::new();
-    let mut rank = 0usize;
-    for (sim, tenant, project, doc) in semantic {
-        if by_id.contains_key(&doc.id) {
-            continue;
-        }
-        rank += 1;
-        let score = 1.0 / (RRF_K + rank as f32);
-        by_id.insert(doc.id, TeamHit { tenant, project, doc, score, similarity: Some(sim), words: None });
-    }
-    let mut rank = 0usize;
-    for (w, tenant, project, doc) in lexical {
-        rank += 1;
-        let add = 1.0 / (RRF_K + rank as f32);
-        by_id
-            .entry(doc.id)
-            .and_modify(|h| {
-                if h.words.is_none() {
-                    h.score += add;
-                    h.words = Some(w);
-                }
-            })
-            .or_insert(TeamHit { tenant, project, doc, score: add, similarity: None, words: Some(w) });
-    }
-    let mut hits: Vec<TeamHit> = by_id.into_values().collect();
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.id.cmp(&b.doc.id)));
-    hits.truncate(limit);
-    hits
 }
 
 #[cfg(test)]

@@ -483,8 +483,9 @@ fn team_search(index: &convdex::Index, project: Option<&str>, query: &Query) -> 
     let mut out = format!("{} hits in the team store for {:?}:\n", hits.len(), q.text);
     for (i, h) in hits.iter().enumerate() {
         out.push_str(&format!(
-            "\n{}. {}/{} · session {} · {} · {}\n   {}\n",
+            "\n{}. relevance {} · {}/{} · session {} · {} · {}\n   {}\n",
             i + 1,
+            h.relevance,
             h.tenant,
             h.project,
             short(&h.doc.session_id),
