@@ -15,7 +15,6 @@ use crate::doc::Document;
 pub use fuse::POOL_DEPTH;
 pub(crate) use fuse::{Background, LexicalScale};
 pub use plan::{Plan, PlanPath};
-pub(crate) use query::validate_limit;
 pub use query::{Filter, MAX_LIMIT, MAX_QUERY_BYTES, Query, SearchMode, asks_about_a_decision};
 pub use ranking::{
     Context, DEFAULT_BACKGROUND_PRIOR, DEFAULT_DECISION_LIFT, DEFAULT_GLOSS, DEFAULT_LEADERS, DEFAULT_QUESTION,

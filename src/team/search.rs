@@ -12,7 +12,7 @@ use crate::doc::Document;
 use crate::error::{Error, Result};
 use crate::search::fields::RankFields;
 use crate::search::fuse::{self, Background, Candidate, LexicalScale, POOL_DEPTH, Pool};
-use crate::search::{Filter, Query, Ranking, SearchMode, Signals, asks_about_a_decision, validate_limit};
+use crate::search::{Filter, Query, Ranking, SearchMode, Signals, asks_about_a_decision};
 use crate::text::paths;
 
 /// A question to the team store: the text, the same [`Filter`] a local search takes (every
@@ -91,7 +91,7 @@ impl TeamQuery {
         }
         if !f.sessions.is_empty() {
             add(
-                "EXISTS (SELECT 1 FROM unnest(?::text[]) s WHERE starts_with(d.session_id, s))",
+                "EXISTS (SELECT 1 FROM unnest(?::text[]) s WHERE s <> '' AND starts_with(d.session_id, s))",
                 Box::new(f.sessions.clone()),
             );
         }
@@ -149,7 +149,8 @@ pub struct TeamHit {
 const BM25_K1: f32 = 1.2;
 const BM25_B: f32 = 0.75;
 
-/// A tsquery matching one lexeme, quoted.
+/// A tsquery matching one lexeme, quoted (read with the `tsquery` input cast, which keeps a
+/// quoted lexeme as it is: `to_tsquery` would split `foo_bar` again with Postgres's parser).
 fn quoted(w: &str) -> String {
     format!("'{}'", w.replace('\\', "\\\\").replace('\'', "''"))
 }
@@ -214,12 +215,15 @@ impl TeamStore {
     /// vectors. Not as locally: the question's words are matched as given (no translation, no
     /// required phrase or identifier).
     pub fn search(&self, q: &TeamQuery, model: &str, vector: Option<&[f32]>) -> Result<Vec<TeamHit>> {
-        // The same typed errors as a local search's.
-        if q.text.trim().is_empty() {
-            return Err(Error::EmptyQuery);
+        // The same checks and typed errors as a local search's.
+        Query {
+            text: q.text.clone(),
+            filter: q.filter.clone(),
+            mode: Some(q.mode),
+            limit: q.limit,
+            ranking: q.ranking,
         }
-        q.filter.validate()?;
-        validate_limit(q.limit)?;
+        .validate()?;
         let want = q.limit.max(POOL_DEPTH);
         let words = tsquery(&q.text);
         let terms = lexemes(&q.text);
@@ -297,8 +301,8 @@ impl TeamStore {
                 // Candidates by full text, wider than kept: `ts_rank` knows no document
                 // frequency, BM25 below re-scores them.
                 let sql = format!(
-                    "SELECT d.doc::text, ts_rank(d.words, w)::real FROM {d} d, to_tsquery('simple', $1) w
-                     WHERE d.words @@ w AND {filters} ORDER BY 2 DESC LIMIT {}",
+                    "SELECT d.doc::text, ts_rank(d.words, q.w)::real FROM {d} d, (SELECT $1::text::tsquery AS w) q
+                     WHERE d.words @@ q.w AND {filters} ORDER BY 2 DESC LIMIT {}",
                     want * 3
                 );
                 let found = self.rows("SET LOCAL enable_seqscan = on", &sql, &params)?;
@@ -309,7 +313,7 @@ impl TeamStore {
                     let df: Vec<f32> = c
                         .query(
                             &format!(
-                                "SELECT (SELECT count(*) FROM {d} WHERE words @@ to_tsquery('simple', x))::real
+                                "SELECT (SELECT count(*) FROM {d} WHERE words @@ x::tsquery)::real
                                  FROM unnest($1::text[]) WITH ORDINALITY AS u(x, i) ORDER BY i"
                             ),
                             &[&each],
