@@ -64,6 +64,18 @@ struct Case {
     kind: String,
 }
 
+impl Case {
+    /// Whether `doc` answers: one of the expected messages, or any document of the expected
+    /// session when the case names no message.
+    fn answered(&self, doc: &convdex::Document) -> bool {
+        match (&doc.body, self.uuids.is_empty()) {
+            (_, true) => doc.session_id == self.session,
+            (DocBody::Message(m), false) => self.uuids.contains(&m.message_uuid),
+            _ => false,
+        }
+    }
+}
+
 /// Session id of a transcript path (main file or sub-agent file), as convdex names it.
 fn session_of(transcript: &str) -> String {
     let p = Path::new(transcript);
@@ -240,19 +252,8 @@ fn evaluate(
     for (split, l, question, evidence) in locomo_questions(loaded, dev_only) {
         let q = query(question, c.mode, c.ranking, 10);
         let hits = loc.search(None, &q)?.found;
-        let ids: Vec<(String, String, bool)> = hits
-            .iter()
-            .map(|h| {
-                let dia = match &h.hit.doc.body {
-                    DocBody::Message(m) => {
-                        l.dia.get(&(h.hit.doc.session_id.clone(), m.message_index)).cloned().unwrap_or_default()
-                    }
-                    _ => String::new(),
-                };
-                let mine = h.project == l.id;
-                (dia, h.project.clone(), mine)
-            })
-            .collect();
+        let ids: Vec<(String, String, bool)> =
+            hits.iter().map(|h| (dia_of(l, &h.hit.doc), h.project.clone(), h.project == l.id)).collect();
         let answered = |x: &(String, String, bool)| x.2 && evidence.contains(&x.0);
         let found = evidence.iter().filter(|e| ids.iter().any(|x| x.2 && &&x.0 == e)).count();
         let t = Tally {
@@ -274,11 +275,7 @@ fn evaluate(
             let sessions = (set == "multilingual").then(|| convdex::group_sessions(pool.clone(), 5));
             pool.truncate(10);
             let hits = pool;
-            let answered = |h: &convdex::ProjectHit| match (&h.hit.doc.body, case.uuids.is_empty()) {
-                (_, true) => h.hit.doc.session_id == case.session,
-                (DocBody::Message(m), false) => case.uuids.contains(&m.message_uuid),
-                _ => false,
-            };
+            let answered = |h: &convdex::ProjectHit| case.answered(&h.hit.doc);
             let ok = hits.iter().take(5).any(answered);
             if let Some(sessions) = sessions {
                 let e = r.sessions.entry(case.split).or_default();
@@ -325,12 +322,7 @@ fn evaluate_small(
         let Some(coll) = small::collection(&small.index, session, &small.locomo)? else { continue };
         let size = (coll.stats()?.chunks.max(1) as f32 / 1000.0).ln();
         let hits = coll.query(&query(question, c.mode, c.ranking, 10))?;
-        let answered = |h: &convdex::Hit| match &h.doc.body {
-            DocBody::Message(m) => {
-                l.dia.get(&(h.doc.session_id.clone(), m.message_index)).is_some_and(|d| evidence.contains(d))
-            }
-            _ => false,
-        };
+        let answered = |h: &convdex::Hit| evidence.contains(&dia_of(l, &h.doc));
         let e = r.small_top1.entry(split).or_default();
         e.0 += usize::from(hits.first().is_some_and(answered));
         e.1 += 1;
@@ -343,8 +335,7 @@ fn evaluate_small(
         let Some(coll) = small::collection(&small.index, &case.session, &small.claude)? else { continue };
         let size = (coll.stats()?.chunks.max(1) as f32 / 1000.0).ln();
         let hits = coll.query(&query(&case.query, c.mode, c.ranking, 10))?;
-        let answered =
-            |h: &convdex::Hit| matches!(&h.doc.body, DocBody::Message(m) if case.uuids.contains(&m.message_uuid));
+        let answered = |h: &convdex::Hit| case.answered(&h.doc);
         let e = r.small_top1.entry(case.split).or_default();
         e.0 += usize::from(hits.first().is_some_and(answered));
         e.1 += 1;
@@ -412,21 +403,27 @@ fn row(label: &str, split: Split, r: &Results) -> String {
     )
 }
 
-/// `--team URL`: the LoCoMo projects pushed to the team store at `URL` (a PostgreSQL with
-/// pgvector) and every question asked of both stores across all projects, each store's default
-/// hybrid search: evidence recall@10 and hit@5 per half, side by side.
-fn team_quality(loc: &Index, loaded: &[locomo::Loaded], url: &str, dev_only: bool) -> anyhow::Result<()> {
-    use convdex::team::{TeamQuery, TeamStore};
-    let store = TeamStore::connect(url)?;
+/// The team store at `url` (a PostgreSQL with pgvector), made ready and holding every
+/// collection of `index` (a push sends only what it lacks).
+fn pushed_to_team(index: &Index, url: &str) -> anyhow::Result<convdex::team::TeamStore> {
+    let store = convdex::team::TeamStore::connect(url)?;
     store.init()?;
     let t = Instant::now();
-    let pushed = store.push(loc, None)?;
+    let pushed = store.push(index, None)?;
     eprintln!(
         "team: {} documents sent, {} unchanged in {:.0} s",
         pushed.sent,
         pushed.unchanged,
         t.elapsed().as_secs_f64()
     );
+    Ok(store)
+}
+
+/// `--team URL`: the LoCoMo projects pushed to the team store at `URL` (a PostgreSQL with
+/// pgvector) and every question asked of both stores across all projects, each store's default
+/// hybrid search: evidence recall@10 and hit@5 per half, side by side.
+fn team_quality(loc: &Index, loaded: &[locomo::Loaded], url: &str, dev_only: bool) -> anyhow::Result<()> {
+    let store = pushed_to_team(loc, url)?;
     let embedder = loc.embedder()?;
     let mut tallies: BTreeMap<(&str, Split), Tally> = BTreeMap::new();
     for (split, l, question, evidence) in locomo_questions(loaded, dev_only) {
@@ -438,7 +435,7 @@ fn team_quality(loc: &Index, loaded: &[locomo::Loaded], url: &str, dev_only: boo
             .collect();
         let vector = embedder.embed_query(question)?;
         let team: Vec<(String, String)> = store
-            .search(&TeamQuery::new(question), embedder.model_id(), Some(&vector))?
+            .search(&convdex::team::TeamQuery::new(question), embedder.model_id(), Some(&vector))?
             .iter()
             .map(|h| (h.project.clone(), dia_of(l, &h.doc)))
             .collect();
@@ -467,30 +464,18 @@ fn team_quality(loc: &Index, loaded: &[locomo::Loaded], url: &str, dev_only: boo
 /// the first five), each store's default hybrid search. The team store matches a question's own
 /// words and vector only (no translation, no glosses).
 fn team_cases(claude: &Index, (cc, ml): (&[Case], &[Case]), url: &str, dev_only: bool) -> anyhow::Result<()> {
-    use convdex::team::{TeamQuery, TeamStore};
-    let store = TeamStore::connect(url)?;
-    let t = Instant::now();
-    let pushed = store.push(claude, None)?;
-    eprintln!(
-        "team: {} documents sent, {} unchanged in {:.0} s",
-        pushed.sent,
-        pushed.unchanged,
-        t.elapsed().as_secs_f64()
-    );
+    let store = pushed_to_team(claude, url)?;
     let embedder = claude.embedder()?;
     let mut tallies: BTreeMap<(&str, &str, Split), (usize, usize)> = BTreeMap::new();
     for (set, cases) in [("Claude Code top 5", cc), ("multilingual top 5", ml)] {
         for case in cases.iter().filter(|c| !dev_only || c.split == Split::Dev) {
             let q = query(&case.query, SearchMode::Hybrid, claude.default_ranking(), 5);
-            let answered = |doc: &convdex::Document| match (&doc.body, case.uuids.is_empty()) {
-                (_, true) => doc.session_id == case.session,
-                (DocBody::Message(m), false) => case.uuids.contains(&m.message_uuid),
-                _ => false,
-            };
-            let local = claude.search(None, &q)?.found.iter().any(|h| answered(&h.hit.doc));
+            let local = claude.search(None, &q)?.found.iter().any(|h| case.answered(&h.hit.doc));
             let vector = embedder.embed_query(&case.query)?;
-            let team =
-                store.search(&TeamQuery::of(&q), embedder.model_id(), Some(&vector))?.iter().any(|h| answered(&h.doc));
+            let team = store
+                .search(&convdex::team::TeamQuery::of(&q), embedder.model_id(), Some(&vector))?
+                .iter()
+                .any(|h| case.answered(&h.doc));
             for (name, ok) in [("embedded", local), ("team", team)] {
                 let e = tallies.entry((set, name, case.split)).or_default();
                 e.0 += usize::from(ok);
@@ -841,15 +826,7 @@ fn main() -> anyhow::Result<()> {
     let mut per = BTreeMap::<Split, Tally>::new();
     for (split, l, question, evidence) in locomo_questions(&loaded, dev_only) {
         let hits = l.coll.query(&query(question, SearchMode::Hybrid, d, 10))?;
-        let found = evidence
-            .iter()
-            .filter(|e| {
-                hits.iter().any(|h| match &h.doc.body {
-                    DocBody::Message(m) => l.dia.get(&(h.doc.session_id.clone(), m.message_index)) == Some(e),
-                    _ => false,
-                })
-            })
-            .count();
+        let found = evidence.iter().filter(|e| hits.iter().any(|h| dia_of(l, &h.doc) == **e)).count();
         per.entry(split).or_default().add(Tally {
             n: 1.0,
             recall10: found as f64 / evidence.len() as f64,

@@ -155,11 +155,6 @@ fn quoted(w: &str) -> String {
     format!("'{}'", w.replace('\\', "\\\\").replace('\'', "''"))
 }
 
-/// A tsquery matching any of the question's lexemes, each quoted.
-fn tsquery(text: &str) -> String {
-    lexemes(text).iter().map(|w| quoted(w)).collect::<Vec<_>>().join(" | ")
-}
-
 /// What calibrates a project's BM25: documents, their mean length (in distinct lexemes, as the
 /// documents table holds them) and each query lexeme's document frequency.
 struct Corpus {
@@ -225,8 +220,11 @@ impl TeamStore {
         }
         .validate()?;
         let want = q.limit.max(POOL_DEPTH);
-        let words = tsquery(&q.text);
         let terms = lexemes(&q.text);
+        // Each lexeme as a tsquery (its document frequency), and all of them (the candidates).
+        let each: Vec<String> = terms.iter().map(|t| quoted(t)).collect();
+        let words = each.join(" | ");
+        let literal = vector.map(vector_literal);
         let mut pools: Vec<Pool> = Vec::new();
         let mut owners: Vec<(String, String, Vec<Document>)> = Vec::new();
         for (tenant, project) in self.projects()? {
@@ -241,7 +239,7 @@ impl TeamStore {
             };
             let has_model =
                 vector.is_some() && q.mode != SearchMode::Lexical && self.has_model(&tenant, &project, model)?;
-            let by_meaning = vector.filter(|_| has_model);
+            let by_meaning = literal.as_ref().filter(|_| has_model);
             let mut docs: Vec<Document> = Vec::new();
             let mut at: HashMap<uuid::Uuid, usize> = HashMap::new();
             let mut cosine: HashMap<uuid::Uuid, f32> = HashMap::new();
@@ -249,7 +247,7 @@ impl TeamStore {
             let vt = vectors_table(&tenant, &project, model);
             if let Some(v) = by_meaning {
                 let (filters, mut params) = q.clauses(2, root.as_deref());
-                params.insert(0, Box::new(vector_literal(v)));
+                params.insert(0, Box::new(v.clone()));
                 // Rows are chunks: a document's best comes first.
                 let sql = format!(
                     "SELECT d.doc::text, (1 - (v.embedding <=> $1::text::vector))::real FROM {vt} v JOIN {d} d ON d.id = v.id
@@ -272,7 +270,6 @@ impl TeamStore {
                 }
                 // The background: the question's cosine over a fixed sample of the project's
                 // vectors, standing for all of them.
-                let v = vector_literal(v);
                 let (sample, count) = self.with(|c| {
                     let sample: Vec<f32> = c
                         .query(
@@ -280,7 +277,7 @@ impl TeamStore {
                                 "SELECT (1 - (embedding <=> $1::text::vector))::real FROM {vt} ORDER BY id, chunk LIMIT {}",
                                 fuse::BACKGROUND_SAMPLE
                             ),
-                            &[&v],
+                            &[v],
                         )?
                         .iter()
                         .map(|r| r.get(0))
@@ -294,6 +291,8 @@ impl TeamStore {
                 background.represents(count.max(0) as usize);
             }
             let mut scale = LexicalScale::default();
+            // BM25 of each candidate found by words, and of the others once they are known.
+            let mut bm25: HashMap<uuid::Uuid, f32> = HashMap::new();
             let mut corpus = None;
             if q.mode != SearchMode::Semantic && !terms.is_empty() {
                 let (filters, mut params) = q.clauses(2, root.as_deref());
@@ -306,7 +305,6 @@ impl TeamStore {
                     want * 3
                 );
                 let found = self.rows("SET LOCAL enable_seqscan = on", &sql, &params)?;
-                let each: Vec<String> = terms.iter().map(|t| quoted(t)).collect();
                 let c = self.with(|c| {
                     let row =
                         c.query_one(&format!("SELECT count(*), coalesce(avg(length(words)), 0)::real FROM {d}"), &[])?;
@@ -326,6 +324,7 @@ impl TeamStore {
                 scale = c.scale();
                 let mut scored: Vec<(f32, Document)> =
                     found.into_iter().filter_map(|(_, doc)| c.bm25(&terms, &doc).map(|s| (s, doc))).collect();
+                bm25.extend(scored.iter().map(|(s, doc)| (doc.id, *s)));
                 scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
                 for (_, doc) in scored.into_iter().take(want) {
                     if let std::collections::hash_map::Entry::Vacant(slot) = at.entry(doc.id) {
@@ -339,13 +338,12 @@ impl TeamStore {
             if let Some(v) = by_meaning {
                 let missing: Vec<uuid::Uuid> = docs.iter().map(|d| d.id).filter(|i| !cosine.contains_key(i)).collect();
                 if !missing.is_empty() {
-                    let v = vector_literal(v);
                     let rows = self.with(|c| {
                         c.query(
                             &format!(
                                 "SELECT id, max(1 - (embedding <=> $1::text::vector))::real FROM {vt} WHERE id = ANY($2) GROUP BY id"
                             ),
-                            &[&v, &missing],
+                            &[v, &missing],
                         )
                     })?;
                     for r in rows {
@@ -353,17 +351,17 @@ impl TeamStore {
                     }
                 }
             }
-            let mut by_cosine: Vec<(f32, usize)> =
-                docs.iter().enumerate().filter_map(|(i, d)| cosine.get(&d.id).map(|&c| (c, i))).collect();
-            by_cosine.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            let semantic_rank: HashMap<usize, usize> =
-                by_cosine.iter().enumerate().map(|(r, &(_, i))| (i, r + 1)).collect();
-            let bm25: Vec<Option<f32>> = docs.iter().map(|d| corpus.as_ref().and_then(|c| c.bm25(&terms, d))).collect();
-            let mut by_words: Vec<(f32, usize)> =
-                bm25.iter().enumerate().filter_map(|(i, s)| s.map(|s| (s, i))).collect();
-            by_words.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            let lexical_rank: HashMap<usize, usize> =
-                by_words.iter().enumerate().map(|(r, &(_, i))| (i, r + 1)).collect();
+            // Every candidate scored on both signals: the BM25 of those found by meaning only.
+            if let Some(c) = &corpus {
+                for doc in &docs {
+                    if let std::collections::hash_map::Entry::Vacant(slot) = bm25.entry(doc.id)
+                        && let Some(s) = c.bm25(&terms, doc)
+                    {
+                        slot.insert(s);
+                    }
+                }
+            }
+            // No rank within each list: no team hit shows one and the ranking reads none.
             let candidates = docs
                 .iter()
                 .enumerate()
@@ -373,9 +371,7 @@ impl TeamStore {
                     chunk: 0,
                     signals: Signals {
                         semantic: cosine.get(&doc.id).copied(),
-                        semantic_rank: semantic_rank.get(&i).copied(),
-                        lexical: bm25[i],
-                        lexical_rank: lexical_rank.get(&i).copied(),
+                        lexical: bm25.get(&doc.id).copied(),
                         ..Default::default()
                     },
                 })
@@ -434,8 +430,8 @@ mod tests {
 
     #[test]
     fn a_question_becomes_a_safe_tsquery_and_filters_numbered_params() {
-        let q = tsquery("it's a \\ path: src/auth.rs");
-        assert!(!q.is_empty() && q.split(" | ").all(|t| t.starts_with('\'') && t.ends_with('\'')), "{q}");
+        let q: Vec<String> = lexemes("it's a \\ path: src/auth.rs").iter().map(|w| quoted(w)).collect();
+        assert!(!q.is_empty() && q.iter().all(|t| t.starts_with('\'') && t.ends_with('\'')), "{q:?}");
         let mut query = TeamQuery::new("x");
         query.filter.kinds = vec![DocKind::Decision];
         query.filter.tags_any = vec!["go".into()];
