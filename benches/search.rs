@@ -51,10 +51,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let sizes: Vec<usize> = std::env::var("CONVDEX_BENCH_SIZES")
-        .ok()
-        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![10_000, 100_000]);
+    let sizes = common::sizes();
     println!("seed {SEED:#x}, dim {DIM}, {QUERIES} queries, k {K}");
     let parts = std::env::var("CONVDEX_BENCH_PARTS").unwrap_or_else(|_| "engine".into());
     if parts.contains("translation") {

@@ -419,6 +419,12 @@ fn pushed_to_team(index: &Index, url: &str) -> anyhow::Result<convdex::team::Tea
     Ok(store)
 }
 
+/// A local query asked of the team store within one tenant: the projects the local index
+/// searched (the store may hold the other set's projects too).
+fn scoped(q: &convdex::Query, tenant: &str) -> convdex::team::TeamQuery {
+    convdex::team::TeamQuery { tenant: Some(tenant.to_string()), ..convdex::team::TeamQuery::of(q) }
+}
+
 /// `--team URL`: the LoCoMo projects pushed to the team store at `URL` (a PostgreSQL with
 /// pgvector) and every question asked of both stores across all projects, each store's default
 /// hybrid search: evidence recall@10 and hit@5 per half, side by side.
@@ -427,15 +433,11 @@ fn team_quality(loc: &Index, loaded: &[locomo::Loaded], url: &str, dev_only: boo
     let embedder = loc.embedder()?;
     let mut tallies: BTreeMap<(&str, Split), Tally> = BTreeMap::new();
     for (split, l, question, evidence) in locomo_questions(loaded, dev_only) {
-        let local: Vec<(String, String)> = loc
-            .search(None, &query(question, SearchMode::Hybrid, loc.default_ranking(), 10))?
-            .found
-            .iter()
-            .map(|h| (h.project.clone(), dia_of(l, &h.hit.doc)))
-            .collect();
-        let vector = embedder.embed_query(question)?;
+        let q = query(question, SearchMode::Hybrid, loc.default_ranking(), 10);
+        let local: Vec<(String, String)> =
+            loc.search(None, &q)?.found.iter().map(|h| (h.project.clone(), dia_of(l, &h.hit.doc))).collect();
         let team: Vec<(String, String)> = store
-            .search(&convdex::team::TeamQuery::new(question), embedder.model_id(), Some(&vector))?
+            .search(&scoped(&q, "locomo"), Some(embedder.as_ref()), &loc.options().collection.glossary)?
             .iter()
             .map(|h| (h.project.clone(), dia_of(l, &h.doc)))
             .collect();
@@ -461,8 +463,8 @@ fn team_quality(loc: &Index, loaded: &[locomo::Loaded], url: &str, dev_only: boo
 
 /// `--team URL`, the other sets: the transcripts pushed to the team store and the Claude Code
 /// cases and multilingual questions asked of both stores (the expected message, or session, in
-/// the first five), each store's default hybrid search. The team store matches a question's own
-/// words and vector only (no translation, no glosses).
+/// the first five), each store's default hybrid search (the team store glosses and translates
+/// as the local one does).
 fn team_cases(claude: &Index, (cc, ml): (&[Case], &[Case]), url: &str, dev_only: bool) -> anyhow::Result<()> {
     let store = pushed_to_team(claude, url)?;
     let embedder = claude.embedder()?;
@@ -471,9 +473,12 @@ fn team_cases(claude: &Index, (cc, ml): (&[Case], &[Case]), url: &str, dev_only:
         for case in cases.iter().filter(|c| !dev_only || c.split == Split::Dev) {
             let q = query(&case.query, SearchMode::Hybrid, claude.default_ranking(), 5);
             let local = claude.search(None, &q)?.found.iter().any(|h| case.answered(&h.hit.doc));
-            let vector = embedder.embed_query(&case.query)?;
             let team = store
-                .search(&convdex::team::TeamQuery::of(&q), embedder.model_id(), Some(&vector))?
+                .search(
+                    &convdex::team::TeamQuery::of(&q),
+                    Some(embedder.as_ref()),
+                    &claude.options().collection.glossary,
+                )?
                 .iter()
                 .any(|h| case.answered(&h.doc));
             for (name, ok) in [("embedded", local), ("team", team)] {

@@ -113,6 +113,7 @@ pub use ids::LoadFailure;
 pub use index::across::{Across, BlameSession, DecisionFilter, FoundSession, OpenCollection, ProjectHit, SessionAt};
 pub use index::compact::CompactReport;
 pub use index::ledger::{FollowUp, LedgerEntry, Replacement};
+pub use index::migrate::NEWEST_ACROSS;
 pub use index::recall::{DEFAULT_RECALL_RELEVANCE, RecallOptions, count_tokens};
 pub use index::repair::{RepairReport, SET_ASIDE, SetAside};
 pub use index::resume::{Resume, resume_command, shell_quote};

@@ -104,6 +104,15 @@ fn run_bin(bin: &Path, data_dir: &Path, args: &[&str], input: Option<&str>, warm
     Run { status, wall, peak_mb: peak_kb as f64 / 1024.0, stdout: reader.join().unwrap_or_default() }
 }
 
+/// The sizes a bench runs at: `CONVDEX_BENCH_SIZES` (comma-separated document counts), else
+/// 10,000 and 100,000.
+pub fn sizes() -> Vec<usize> {
+    std::env::var("CONVDEX_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![10_000, 100_000])
+}
+
 /// The `p` quantile (0..=1) of `v`, in milliseconds.
 pub fn pct_ms(mut v: Vec<Duration>, p: f64) -> f64 {
     v.sort();

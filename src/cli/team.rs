@@ -211,9 +211,8 @@ fn scope(tenant: &str, project: Option<&str>) -> String {
 /// `convdex search --team` and the MCP `search` tool with `team: true` ask through this.
 pub fn ask(index: &convdex::Index, url_given: Option<&str>, q: &TeamQuery) -> anyhow::Result<(String, Vec<TeamHit>)> {
     let store = TeamStore::connect(&url(url_given)?)?;
-    let embedder = index.embedder()?;
-    let vector = if q.mode == SearchMode::Lexical { None } else { Some(embedder.embed_query(&q.text)?) };
-    let hits = store.search(q, embedder.model_id(), vector.as_deref())?;
+    let embedder = if q.mode == SearchMode::Lexical { None } else { Some(index.embedder()?) };
+    let hits = store.search(q, embedder.as_deref(), &index.options().collection.glossary)?;
     Ok((store.shown().to_string(), hits))
 }
 

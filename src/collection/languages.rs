@@ -60,12 +60,12 @@ pub(crate) fn query_vectors(
 
 /// Messages read to tell which languages a collection is written in: at most this many,
 /// spread evenly over its messages.
-const LANGUAGE_SAMPLE: u64 = 2_000;
+pub(crate) const LANGUAGE_SAMPLE: u64 = 2_000;
 
 /// Share of the sampled messages that must be written in a language for the collection to
 /// count as written in it: 0.2, chosen on the development sets over 0.05 (docs/ranking.md, «An
 /// English question's second vector, adopted»).
-const LANGUAGE_SHARE: f64 = 0.2;
+pub(crate) const LANGUAGE_SHARE: f64 = 0.2;
 
 impl Collection {
     /// The languages an English question `text` is glossed into here ([`query_vectors`]'s

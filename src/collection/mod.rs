@@ -30,7 +30,7 @@ use crate::store::{self, meta};
 
 pub use crate::store::meta::{CollectionMeta, SCHEMA_VERSION};
 pub use derived::{LexicalIndexState, RebuildReason, VectorIndexState};
-pub(crate) use languages::query_vectors;
+pub(crate) use languages::{LANGUAGE_SAMPLE, LANGUAGE_SHARE, query_vectors};
 pub use migrate::{MigrationProgress, MigrationReport};
 pub use pending::{EmbedProgress, EmbedReport};
 pub use read::CollectionStats;

@@ -9,6 +9,10 @@ use super::{Index, Skipped};
 use crate::collection::{Collection, EmbedProgress, EmbedReport, MigrationProgress, MigrationReport};
 use crate::error::Result;
 
+/// Documents embedded newest first across every collection before the rest is embedded a
+/// collection at a time ([`Index::embed_pending`]).
+pub const NEWEST_ACROSS: usize = 2_000;
+
 impl Index {
     /// Runs `f` on every collection of `project` (all when `None`), each guarded: a collection
     /// that cannot be opened or read is skipped and listed, the others go on; `f` returning
@@ -78,10 +82,13 @@ impl Index {
     }
 
     /// Embeds the documents of `project` (all when `None`) that wait for their vectors (see
-    /// [`crate::Collection::embed_pending`]), the most recent first across collections: each
-    /// batch comes from the collection whose next waiting document is the newest (indexing
-    /// stores each project's sessions newest first), so the last weeks of every project are
-    /// searchable by meaning before older history. `progress` is called after every batch with
+    /// [`crate::Collection::embed_pending`]), the most recent first: the first
+    /// [`NEWEST_ACROSS`] across collections, each batch from the collection whose next waiting
+    /// document is the newest (indexing stores each project's sessions newest first), so the
+    /// last weeks of every project are searchable by meaning before older history; then the
+    /// rest a collection at a time (the one whose next waiting document is the newest first),
+    /// each closed when done, so memory holds one collection's graph and pages, not every
+    /// project's. `progress` is called after every batch with
     /// that collection's progress; returning [`ControlFlow::Break`] stops (what is left stays
     /// pending). A collection that cannot be opened or read is skipped and listed.
     pub fn embed_pending(
@@ -91,7 +98,9 @@ impl Index {
     ) -> Result<Across<Vec<EmbedReport>>> {
         struct Waiting {
             info: super::CollectionInfo,
-            c: std::sync::Arc<Collection>,
+            /// Open while it is being embedded (closed once done after the first documents, so
+            /// a heavy history holds one collection's graph and pages at a time).
+            c: Option<std::sync::Arc<Collection>>,
             report: EmbedReport,
             total: usize,
             next: Option<i64>,
@@ -104,9 +113,14 @@ impl Index {
             let state = c.guarded(|c| Ok((c.pending_vectors()?, c.next_pending_time()?)));
             match state {
                 Ok((0, _)) => {}
-                Ok((total, next)) => {
-                    waiting.push(Waiting { info, c, report: EmbedReport::default(), total, next, failed: false })
-                }
+                Ok((total, next)) => waiting.push(Waiting {
+                    info,
+                    c: Some(c),
+                    report: EmbedReport::default(),
+                    total,
+                    next,
+                    failed: false,
+                }),
                 Err(error) if error.is_collection_fault() => skipped.push(Skipped { info, error }),
                 Err(e) => return Err(e),
             }
@@ -114,48 +128,85 @@ impl Index {
         let pass_total: usize = waiting.iter().map(|w| w.total).sum();
         let started = std::time::Instant::now();
         let mut pass_done = 0;
-        while let Some(w) = waiting.iter_mut().filter(|w| w.next.is_some()).max_by_key(|w| w.next) {
-            let before = w.report.documents;
-            let step = w.c.guarded(|c| {
-                let more = c.embed_pending_batch(&mut w.report)?;
-                Ok((more, if more { c.next_pending_time()? } else { None }))
-            });
-            match step {
-                Ok((more, next)) => {
-                    w.next = next;
-                    if !more {
-                        continue;
+        // One batch of `w`'s collection (reopened if it was closed); false: nothing more to do
+        // there, or it failed (listed), or `progress` asked to stop (`stop` set).
+        let mut stop = false;
+        let mut batch =
+            |w: &mut Waiting, skipped: &mut Vec<Skipped>, pass_done: &mut usize, stop: &mut bool| -> Result<bool> {
+                let c = match &w.c {
+                    Some(c) => std::sync::Arc::clone(c),
+                    None => match self.collection(&w.info.tenant, &w.info.project) {
+                        Ok(c) => {
+                            w.c = Some(std::sync::Arc::clone(&c));
+                            c
+                        }
+                        Err(error) if error.is_collection_fault() => {
+                            (w.next, w.failed) = (None, true);
+                            skipped.push(Skipped { info: w.info.clone(), error });
+                            return Ok(false);
+                        }
+                        Err(e) => return Err(e),
+                    },
+                };
+                let before = w.report.documents;
+                let step = c.guarded(|c| {
+                    let more = c.embed_pending_batch(&mut w.report)?;
+                    Ok((more, if more { c.next_pending_time()? } else { None }))
+                });
+                match step {
+                    Ok((more, next)) => {
+                        w.next = next;
+                        if !more {
+                            return Ok(false);
+                        }
                     }
+                    Err(error) if error.is_collection_fault() => {
+                        (w.next, w.failed) = (None, true);
+                        skipped.push(Skipped { info: w.info.clone(), error });
+                        return Ok(false);
+                    }
+                    Err(e) => return Err(e),
                 }
-                Err(error) if error.is_collection_fault() => {
-                    w.next = None;
-                    w.failed = true;
-                    let info = w.info.clone();
-                    skipped.push(Skipped { info, error });
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
-            pass_done += w.report.documents - before;
-            let flow = progress(&EmbedProgress {
-                collection: w.c.name().to_string(),
-                done: w.report.documents,
-                total: w.total,
-                embedded: w.report.embedded,
-                seconds: started.elapsed().as_secs_f64(),
-                pass_done,
-                pass_total,
-            });
-            if flow.is_break() {
-                break;
-            }
+                *pass_done += w.report.documents - before;
+                let flow = progress(&EmbedProgress {
+                    collection: c.name().to_string(),
+                    done: w.report.documents,
+                    total: w.total,
+                    embedded: w.report.embedded,
+                    seconds: started.elapsed().as_secs_f64(),
+                    pass_done: *pass_done,
+                    pass_total,
+                });
+                *stop = flow.is_break();
+                Ok(!*stop)
+            };
+        // The newest documents first across every collection, until NEWEST_ACROSS are in.
+        while !stop && pass_done < NEWEST_ACROSS {
+            let Some(w) = waiting.iter_mut().filter(|w| w.next.is_some()).max_by_key(|w| w.next) else { break };
+            batch(w, &mut skipped, &mut pass_done, &mut stop)?;
+        }
+        // Then a collection at a time, the one whose next waiting document is the newest first,
+        // each flushed and closed when done: one collection's graph and pages in memory at a
+        // time, whatever the number of projects.
+        for w in waiting.iter_mut().filter(|w| !w.failed) {
+            w.c = None;
+        }
+        while !stop {
+            let Some(w) = waiting.iter_mut().filter(|w| w.next.is_some()).max_by_key(|w| w.next) else { break };
+            while batch(w, &mut skipped, &mut pass_done, &mut stop)? {}
+            w.c = None;
         }
         let mut found = Vec::new();
         for mut w in waiting.into_iter().filter(|w| !w.failed) {
-            let left = w.c.guarded(|c| {
-                c.flush()?;
-                c.pending_vectors()
-            });
+            let left = match w.c.take() {
+                Some(c) => c.guarded(|c| {
+                    c.flush()?;
+                    c.pending_vectors()
+                }),
+                None => {
+                    self.collection(&w.info.tenant, &w.info.project).and_then(|c| c.guarded(|c| c.pending_vectors()))
+                }
+            };
             match left {
                 Ok(n) => {
                     w.report.left = n;

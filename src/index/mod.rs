@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) mod across;
 pub(crate) mod compact;
 pub(crate) mod ledger;
-mod migrate;
+pub(crate) mod migrate;
 pub(crate) mod recall;
 pub(crate) mod repair;
 pub(crate) mod resume;

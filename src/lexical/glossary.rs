@@ -33,17 +33,24 @@ const LANGS: [Lang; 4] = [Lang::English, Lang::Chinese, Lang::Japanese, Lang::Ko
 /// A set of the glossary's languages, in its column order: English, Chinese, Japanese, Korean.
 pub(crate) type Languages = [bool; 4];
 
+/// Hangul (Korean), kana (Japanese) and Han (Chinese, and Japanese kanji) as ranges of
+/// characters: what [`cjk_languages`] reads, and what a team store's sample reads in SQL.
+pub(crate) const HANGUL: [(char, char); 3] =
+    [('\u{AC00}', '\u{D7AF}'), ('\u{1100}', '\u{11FF}'), ('\u{3130}', '\u{318F}')];
+pub(crate) const KANA: [(char, char); 3] =
+    [('\u{3040}', '\u{30FF}'), ('\u{31F0}', '\u{31FF}'), ('\u{FF66}', '\u{FF9F}')];
+pub(crate) const HAN: [(char, char); 3] =
+    [('\u{4E00}', '\u{9FFF}'), ('\u{3400}', '\u{4DBF}'), ('\u{F900}', '\u{FAFF}')];
+
 /// Which of Chinese, Japanese and Korean a text is written in, by script: Hangul is Korean,
 /// kana Japanese, Han characters without kana Chinese (English is never marked).
 pub(crate) fn cjk_languages(text: &str) -> Languages {
+    let within = |c: char, ranges: &[(char, char)]| ranges.iter().any(|&(a, b)| (a..=b).contains(&c));
     let (mut han, mut kana, mut hangul) = (false, false, false);
     for c in text.chars() {
-        match c {
-            '\u{AC00}'..='\u{D7AF}' | '\u{1100}'..='\u{11FF}' | '\u{3130}'..='\u{318F}' => hangul = true,
-            '\u{3040}'..='\u{30FF}' | '\u{31F0}'..='\u{31FF}' | '\u{FF66}'..='\u{FF9F}' => kana = true,
-            '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}' | '\u{F900}'..='\u{FAFF}' => han = true,
-            _ => {}
-        }
+        hangul |= within(c, &HANGUL);
+        kana |= within(c, &KANA);
+        han |= within(c, &HAN);
     }
     [false, han && !kana, kana, hangul]
 }

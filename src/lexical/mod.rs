@@ -17,7 +17,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 use crate::error::{Error, Result};
 use crate::ids::DocSet;
 pub use glossary::{Glossary, GlossarySkip};
-pub(crate) use glossary::{Languages, cjk_languages};
+pub(crate) use glossary::{HAN, HANGUL, KANA, Languages, cjk_languages};
 pub use tokenize::{LexicalQuery, MAX_CLAUSES, analyze, snippet, tokens};
 use tokenize::{TOKENIZER, analyzer};
 

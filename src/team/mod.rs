@@ -17,6 +17,7 @@
 
 mod pull;
 mod search;
+mod words;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -35,10 +36,15 @@ pub use search::{TeamHit, TeamQuery};
 /// that did not commit.
 pub const PUSH_BATCH: usize = 200;
 
+/// Projects of fewer documents than this have their word statistics counted exactly on every
+/// search ([`TeamStore::with_exact_up_to`]).
+pub const EXACT_UP_TO: usize = 20_000;
+
 /// A connection to a team store.
 pub struct TeamStore {
     client: Mutex<Client>,
     batch: usize,
+    exact_up_to: f64,
     /// The URL without its password, for messages.
     shown: String,
 }
@@ -142,12 +148,22 @@ impl TeamStore {
     pub fn connect(url: &str) -> Result<TeamStore> {
         let shown = redact_url(url);
         let client = Client::connect(url, NoTls).map_err(|e| db_error(&shown, e))?;
-        Ok(TeamStore { client: Mutex::new(client), batch: PUSH_BATCH, shown })
+        Ok(TeamStore { client: Mutex::new(client), batch: PUSH_BATCH, exact_up_to: EXACT_UP_TO as f64, shown })
     }
 
     /// Documents per transaction of a push (default [`PUSH_BATCH`]; at least 1).
     pub fn with_batch(mut self, documents: usize) -> TeamStore {
         self.batch = documents.max(1);
+        self
+    }
+
+    /// Projects of fewer documents than this (by the planner's statistics, which a push
+    /// refreshes) have their word statistics (document count, mean length, each question word's
+    /// document frequency) counted exactly on every search; a larger one's are read from a
+    /// sample, and its common words choose no candidates (docs/team.md). Default
+    /// [`EXACT_UP_TO`].
+    pub fn with_exact_up_to(mut self, documents: usize) -> TeamStore {
+        self.exact_up_to = documents as f64;
         self
     }
 
@@ -266,6 +282,12 @@ impl TeamStore {
             for batch in todo.chunks(self.batch) {
                 report.sent += self.send(&info.project, &s, &d, &v, batch)?;
             }
+            if !todo.is_empty() {
+                // Fresh planner statistics: a team search reads a project's size from them
+                // (`TeamStore::with_exact_up_to`). A member who does not own the tables gets a warning
+                // from the server, not an error; autovacuum refreshes them later anyway.
+                let _ = self.with(|c| c.batch_execute(&format!("ANALYZE {d}; ANALYZE {v}")));
+            }
             report.collections += 1;
         }
         Ok(report)
@@ -351,7 +373,6 @@ impl TeamStore {
         })
     }
 
-    /// Whether `project` of `tenant` holds vectors of `model`.
     /// The project's folder as its first push recorded it (`None`: not recorded).
     pub(crate) fn project_root(&self, tenant: &str, project: &str) -> Result<Option<String>> {
         let s = schema(tenant);
@@ -361,6 +382,7 @@ impl TeamStore {
         })
     }
 
+    /// Whether `project` of `tenant` holds vectors of `model`.
     pub(crate) fn has_model(&self, tenant: &str, project: &str, model: &str) -> Result<bool> {
         self.with(|c| {
             Ok(c.query_one(

@@ -7,9 +7,16 @@ use std::collections::HashMap;
 use postgres::types::ToSql;
 use serde::Serialize;
 
-use super::{TeamStore, docs_table, lexemes, vector_literal, vectors_table};
+use uuid::Uuid;
+
+use super::words::{Corpus, Question, Words, quoted};
+use super::{TeamStore, docs_table, vector_literal, vectors_table};
+use crate::collection::{LANGUAGE_SAMPLE, LANGUAGE_SHARE, query_vectors};
 use crate::doc::Document;
+use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::lexical::tokenize::is_cjk;
+use crate::lexical::{Glossary, HAN, HANGUL, KANA, Languages};
 use crate::search::fields::RankFields;
 use crate::search::fuse::{self, Background, Candidate, LexicalScale, POOL_DEPTH, Pool};
 use crate::search::{Filter, Query, Ranking, SearchMode, Signals, asks_about_a_decision};
@@ -125,6 +132,17 @@ impl TeamQuery {
     }
 }
 
+/// Rows of the sample a larger project's mean length and common terms are read from.
+const SAMPLE_ROWS: f64 = 5_000.0;
+/// In a larger project, a term in more than this share of its documents (and at least
+/// [`COMMON_FLOOR`] of them) is common: its frequency is estimated, and it chooses no candidates
+/// while the question has a rarer word (it still counts in every candidate's BM25).
+const COMMON_SHARE: f32 = 0.02;
+const COMMON_FLOOR: f32 = 2_000.0;
+
+/// A background's mean and spread (`None`: no sample).
+type Moments = Option<(f32, f32)>;
+
 /// A hit of the team store.
 #[derive(Debug, Clone, Serialize)]
 pub struct TeamHit {
@@ -145,71 +163,21 @@ pub struct TeamHit {
     pub words: Option<f32>,
 }
 
-/// BM25's term-frequency saturation and length normalisation (tantivy's, the local index's).
-const BM25_K1: f32 = 1.2;
-const BM25_B: f32 = 0.75;
-
-/// A tsquery matching one lexeme, quoted (read with the `tsquery` input cast, which keeps a
-/// quoted lexeme as it is: `to_tsquery` would split `foo_bar` again with Postgres's parser).
-fn quoted(w: &str) -> String {
-    format!("'{}'", w.replace('\\', "\\\\").replace('\'', "''"))
-}
-
-/// What calibrates a project's BM25: documents, their mean length (in distinct lexemes, as the
-/// documents table holds them) and each query lexeme's document frequency.
-struct Corpus {
-    docs: f32,
-    mean_len: f32,
-    df: Vec<f32>,
-}
-
-impl Corpus {
-    fn idf(&self, i: usize) -> f32 {
-        let df = self.df[i];
-        (1.0 + (self.docs - df + 0.5) / (df + 0.5)).ln()
-    }
-
-    /// BM25 of a document for the query's lexemes (`None`: it matches none), over its words as
-    /// the local index holds them.
-    fn bm25(&self, terms: &[String], doc: &Document) -> Option<f32> {
-        let mut tf: HashMap<String, f32> = HashMap::new();
-        for t in crate::lexical::tokenize::analyze(&doc.lexical_text()) {
-            let w = t.text.to_lowercase();
-            if !w.is_empty() {
-                *tf.entry(w).or_default() += 1.0;
-            }
-        }
-        let len = tf.len() as f32;
-        let norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len / self.mean_len.max(1.0));
-        let mut score = 0.0;
-        let mut matched = false;
-        for (i, t) in terms.iter().enumerate() {
-            if let Some(&f) = tf.get(t) {
-                matched = true;
-                score += self.idf(i) * f * (BM25_K1 + 1.0) / (f + norm);
-            }
-        }
-        matched.then_some(score)
-    }
-
-    /// What a document of mean length holding every query lexeme once scores: BM25 over it is
-    /// the share of the question a document matches ([`LexicalScale`]).
-    fn scale(&self) -> LexicalScale {
-        LexicalScale { reference: (0..self.df.len()).map(|i| self.idf(i)).sum(), required: 0.0 }
-    }
-}
-
 impl TeamStore {
-    /// Searches every project the role can read (or the query's tenant and project). `vector`
-    /// is the question embedded by `model` (None: by words only); a project whose vectors
-    /// were made by another model is searched by words. The hits are ranked as a local search
-    /// ranks them (the same calibrated fusion, context and relevance, docs/team.md): each project
-    /// contributes its best documents by cosine (pgvector) and by words (Postgres full text),
-    /// each scored on both signals (the exact cosine of its best chunk; BM25 over its words with
-    /// the project's document frequencies), the cosines read against a sample of the project's
-    /// vectors. Not as locally: the question's words are matched as given (no translation, no
-    /// required phrase or identifier).
-    pub fn search(&self, q: &TeamQuery, model: &str, vector: Option<&[f32]>) -> Result<Vec<TeamHit>> {
+    /// Searches every project the role can read (or the query's tenant and project). `embedder`
+    /// embeds the question (None: by words only); a project whose vectors were made by another
+    /// model is searched by words. `glossary` glosses and translates the question as a local
+    /// search does ([`Ranking::gloss`], [`Ranking::translation`]): a question in Chinese,
+    /// Japanese or Korean script asks with a vector carrying its glosses, an English one also
+    /// with a second vector glossed into the languages a project is written in (read from a
+    /// sample of its messages), and the question's words are matched in the other languages the
+    /// glossary knows them in. The hits are ranked as a local search ranks them (the same
+    /// calibrated fusion, context and relevance, docs/team.md): each project contributes its
+    /// best documents by cosine (pgvector) and by words (Postgres full text), each scored on both
+    /// signals (the exact cosine of its best chunk; BM25 over its words with the project's
+    /// document frequencies), the cosines read against a sample of the project's vectors. Not as
+    /// locally: no phrase or identifier is required, and common words count.
+    pub fn search(&self, q: &TeamQuery, embedder: Option<&dyn Embedder>, glossary: &Glossary) -> Result<Vec<TeamHit>> {
         // The same checks and typed errors as a local search's.
         Query {
             text: q.text.clone(),
@@ -220,11 +188,16 @@ impl TeamStore {
         }
         .validate()?;
         let want = q.limit.max(POOL_DEPTH);
-        let terms = lexemes(&q.text);
-        // Each lexeme as a tsquery (its document frequency), and all of them (the candidates).
-        let each: Vec<String> = terms.iter().map(|t| quoted(t)).collect();
-        let words = each.join(" | ");
-        let literal = vector.map(vector_literal);
+        let question = Question::new(&q.text, q.ranking.translation, glossary);
+        let by_words = q.mode != SearchMode::Semantic && !question.is_empty();
+        let embedder = embedder.filter(|_| q.mode != SearchMode::Lexical);
+        let model = embedder.map_or(String::new(), |e| e.model_id().to_string());
+        let cjk = q.text.chars().any(is_cjk);
+        // The question's vectors (as vector literals) for each set of languages a project is
+        // written in, made once each; and its own embedding, which an English question's
+        // glossed pairs start from.
+        let mut vectors: HashMap<Languages, Vec<String>> = HashMap::new();
+        let mut own: Option<Vec<f32>> = None;
         let mut pools: Vec<Pool> = Vec::new();
         let mut owners: Vec<(String, String, Vec<Document>)> = Vec::new();
         for (tenant, project) in self.projects()? {
@@ -237,20 +210,33 @@ impl TeamStore {
             } else {
                 self.project_root(&tenant, &project)?
             };
-            let has_model =
-                vector.is_some() && q.mode != SearchMode::Lexical && self.has_model(&tenant, &project, model)?;
-            let by_meaning = literal.as_ref().filter(|_| has_model);
-            let mut docs: Vec<Document> = Vec::new();
-            let mut at: HashMap<uuid::Uuid, usize> = HashMap::new();
-            let mut cosine: HashMap<uuid::Uuid, f32> = HashMap::new();
-            let mut background = Background::default();
-            let vt = vectors_table(&tenant, &project, model);
-            if let Some(v) = by_meaning {
+            let literals: Vec<String> = match embedder {
+                Some(e) if self.has_model(&tenant, &project, &model)? => {
+                    let held =
+                        if cjk || q.ranking.gloss <= 0.0 { [false; 4] } else { self.languages(&tenant, &project)? };
+                    match vectors.entry(held) {
+                        std::collections::hash_map::Entry::Occupied(o) => o.get().clone(),
+                        std::collections::hash_map::Entry::Vacant(slot) => {
+                            let v = query_vectors(e, &q.text, q.ranking.gloss, glossary, &held, own.as_deref())?;
+                            if !cjk && own.is_none() {
+                                own = v.first().cloned();
+                            }
+                            slot.insert(v.iter().map(|x| vector_literal(x)).collect()).clone()
+                        }
+                    }
+                }
+                _ => Vec::new(),
+            };
+            let mut docs: HashMap<Uuid, Document> = HashMap::new();
+            // By meaning: up to `want` new documents per vector, nearest first.
+            let vt = vectors_table(&tenant, &project, &model);
+            let mut semantic: Vec<Uuid> = Vec::new();
+            for v in &literals {
                 let (filters, mut params) = q.clauses(2, root.as_deref());
                 params.insert(0, Box::new(v.clone()));
                 // Rows are chunks: a document's best comes first.
                 let sql = format!(
-                    "SELECT d.doc::text, (1 - (v.embedding <=> $1::text::vector))::real FROM {vt} v JOIN {d} d ON d.id = v.id
+                    "SELECT d.doc::text, 0::real FROM {vt} v JOIN {d} d ON d.id = v.id
                      WHERE {filters} ORDER BY v.embedding <=> $1::text::vector LIMIT {}",
                     want * 2
                 );
@@ -261,107 +247,80 @@ impl TeamStore {
                 } else {
                     format!("SET LOCAL hnsw.ef_search = {}", (want * 2).clamp(40, 1000))
                 };
-                for (score, doc) in self.rows(&setting, &sql, &params)? {
-                    if at.len() < want && !at.contains_key(&doc.id) {
-                        cosine.insert(doc.id, score);
-                        at.insert(doc.id, docs.len());
-                        docs.push(doc);
+                let mut taken = 0;
+                for (_, doc) in self.rows(&setting, &sql, &params)? {
+                    if taken < want && !semantic.contains(&doc.id) {
+                        taken += 1;
+                        semantic.push(doc.id);
+                        docs.entry(doc.id).or_insert(doc);
                     }
                 }
-                // The background: the question's cosine over a fixed sample of the project's
-                // vectors, standing for all of them.
-                let (sample, count) = self.with(|c| {
-                    let sample: Vec<f32> = c
-                        .query(
-                            &format!(
-                                "SELECT (1 - (embedding <=> $1::text::vector))::real FROM {vt} ORDER BY id, chunk LIMIT {}",
-                                fuse::BACKGROUND_SAMPLE
-                            ),
-                            &[v],
-                        )?
-                        .iter()
-                        .map(|r| r.get(0))
-                        .collect();
-                    let count: i64 = c.query_one(&format!("SELECT count(*) FROM {vt}"), &[])?.get(0);
-                    Ok((sample, count))
-                })?;
-                for c in sample {
-                    background.add(c);
-                }
-                background.represents(count.max(0) as usize);
             }
-            let mut scale = LexicalScale::default();
-            // BM25 of each candidate found by words, and of the others once they are known.
-            let mut bm25: HashMap<uuid::Uuid, f32> = HashMap::new();
+            // By words: the candidates of the question's words and of each translation, wider
+            // than kept (`ts_rank` knows no document frequency), re-scored by BM25.
+            let mut lexical: HashMap<Uuid, (f32, bool)> = HashMap::new();
             let mut corpus = None;
-            if q.mode != SearchMode::Semantic && !terms.is_empty() {
-                let (filters, mut params) = q.clauses(2, root.as_deref());
-                params.insert(0, Box::new(words.clone()));
-                // Candidates by full text, wider than kept: `ts_rank` knows no document
-                // frequency, BM25 below re-scores them.
-                let sql = format!(
-                    "SELECT d.doc::text, ts_rank(d.words, q.w)::real FROM {d} d, (SELECT $1::text::tsquery AS w) q
-                     WHERE d.words @@ q.w AND {filters} ORDER BY 2 DESC LIMIT {}",
-                    want * 3
-                );
-                let found = self.rows("SET LOCAL enable_seqscan = on", &sql, &params)?;
-                let c = self.with(|c| {
-                    let row =
-                        c.query_one(&format!("SELECT count(*), coalesce(avg(length(words)), 0)::real FROM {d}"), &[])?;
-                    let df: Vec<f32> = c
-                        .query(
-                            &format!(
-                                "SELECT (SELECT count(*) FROM {d} WHERE words @@ x::tsquery)::real
-                                 FROM unnest($1::text[]) WITH ORDINALITY AS u(x, i) ORDER BY i"
-                            ),
-                            &[&each],
-                        )?
-                        .iter()
-                        .map(|r| r.get(0))
-                        .collect();
-                    Ok(Corpus { docs: row.get::<_, i64>(0) as f32, mean_len: row.get(1), df })
-                })?;
-                scale = c.scale();
-                let mut scored: Vec<(f32, Document)> =
-                    found.into_iter().filter_map(|(_, doc)| c.bm25(&terms, &doc).map(|s| (s, doc))).collect();
-                bm25.extend(scored.iter().map(|(s, doc)| (doc.id, *s)));
-                scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
-                for (_, doc) in scored.into_iter().take(want) {
-                    if let std::collections::hash_map::Entry::Vacant(slot) = at.entry(doc.id) {
-                        slot.insert(docs.len());
-                        docs.push(doc);
+            if by_words {
+                let c = self.corpus(&d, &question.terms())?;
+                let mut found: Vec<Uuid> = Vec::new();
+                for asked in question.asked() {
+                    let Some(words) = asked.candidates(&c) else { continue };
+                    let (filters, mut params) = q.clauses(2, root.as_deref());
+                    params.insert(0, Box::new(words));
+                    let sql = format!(
+                        "SELECT d.doc::text, ts_rank(d.words, q.w)::real FROM {d} d, (SELECT $1::text::tsquery AS w) q
+                         WHERE d.words @@ q.w AND {filters} ORDER BY 2 DESC LIMIT {}",
+                        want * 3
+                    );
+                    for (_, doc) in self.rows("SET LOCAL enable_seqscan = on", &sql, &params)? {
+                        found.push(doc.id);
+                        docs.entry(doc.id).or_insert(doc);
                     }
                 }
+                let mut scored: Vec<(Uuid, (f32, bool))> = found
+                    .into_iter()
+                    .collect::<std::collections::HashSet<_>>()
+                    .into_iter()
+                    .filter_map(|id| question.score(&c, &Words::of(&docs[&id])).map(|s| (id, s)))
+                    .collect();
+                scored.sort_by(|a, b| b.1.0.total_cmp(&a.1.0).then(a.0.cmp(&b.0)));
+                scored.truncate(want);
+                lexical.extend(scored);
                 corpus = Some(c);
             }
-            // Every candidate scored on both signals: the cosine of those found by words only.
-            if let Some(v) = by_meaning {
-                let missing: Vec<uuid::Uuid> = docs.iter().map(|d| d.id).filter(|i| !cosine.contains_key(i)).collect();
-                if !missing.is_empty() {
-                    let rows = self.with(|c| {
-                        c.query(
-                            &format!(
-                                "SELECT id, max(1 - (embedding <=> $1::text::vector))::real FROM {vt} WHERE id = ANY($2) GROUP BY id"
-                            ),
-                            &[v, &missing],
-                        )
-                    })?;
-                    for r in rows {
-                        cosine.insert(r.get(0), r.get(1));
-                    }
-                }
+            // Every candidate's cosine (its best chunk's, the best over the question's vectors),
+            // and the background: the question's cosines over a fixed sample of the project's
+            // vectors, standing for all of them.
+            let mut cosine: HashMap<Uuid, f32> = HashMap::new();
+            let mut background = Background::default();
+            if !literals.is_empty() {
+                let everyone: Vec<Uuid> = semantic.iter().chain(lexical.keys()).copied().collect();
+                let scales;
+                (background, scales) = self.backgrounds(&vt, &literals)?;
+                cosine = self.cosines(&vt, &literals, &scales, &everyone)?;
+                // The nearest `want` by their exact cosine, as locally.
+                semantic.sort_by(|a, b| {
+                    let c = |id| cosine.get(id).copied().unwrap_or(f32::MIN);
+                    c(b).total_cmp(&c(a)).then(a.cmp(b))
+                });
+                semantic.truncate(want);
             }
-            // Every candidate scored on both signals: the BM25 of those found by meaning only.
+            // Every candidate scored on both signals: the words of those found by meaning only.
             if let Some(c) = &corpus {
-                for doc in &docs {
-                    if let std::collections::hash_map::Entry::Vacant(slot) = bm25.entry(doc.id)
-                        && let Some(s) = c.bm25(&terms, doc)
+                for id in &semantic {
+                    if let std::collections::hash_map::Entry::Vacant(slot) = lexical.entry(*id)
+                        && let Some(s) = question.score(c, &Words::of(&docs[id]))
                     {
                         slot.insert(s);
                     }
                 }
             }
-            // No rank within each list: no team hit shows one and the ranking reads none.
+            // The candidates: those found by meaning, then those found by words only.
+            let mut ids: Vec<Uuid> = semantic;
+            let mut words_only: Vec<Uuid> = lexical.keys().filter(|id| !ids.contains(id)).copied().collect();
+            words_only.sort();
+            ids.extend(words_only);
+            let docs: Vec<Document> = ids.iter().filter_map(|id| docs.remove(id)).collect();
             let candidates = docs
                 .iter()
                 .enumerate()
@@ -371,12 +330,14 @@ impl TeamStore {
                     chunk: 0,
                     signals: Signals {
                         semantic: cosine.get(&doc.id).copied(),
-                        lexical: bm25.get(&doc.id).copied(),
+                        lexical: lexical.get(&doc.id).map(|x| x.0),
+                        translated: lexical.get(&doc.id).is_some_and(|x| x.1),
                         ..Default::default()
                     },
                 })
                 .collect();
-            pools.push(Pool { candidates, model: model.to_string(), background, lexical: scale });
+            let scale = corpus.as_ref().map_or_else(LexicalScale::default, |c| question.scale(c));
+            pools.push(Pool { candidates, model: model.clone(), background, lexical: scale });
             owners.push((tenant, project, docs));
         }
         let ranked = fuse::rank(pools, q.mode, &q.ranking, asks_about_a_decision(&q.text));
@@ -395,6 +356,165 @@ impl TeamStore {
             });
         }
         Ok(hits)
+    }
+
+    /// The question's backgrounds in a project: the first vector's, standing for every vector
+    /// of the project (it calibrates the pool), and each vector's moments (a second vector's
+    /// cosines are read on the first one's scale, as locally).
+    fn backgrounds(&self, vt: &str, literals: &[String]) -> Result<(Background, Vec<Moments>)> {
+        let columns: Vec<String> =
+            (1..=literals.len()).map(|i| format!("(1 - (embedding <=> ${i}::text::vector))::real")).collect();
+        let params: Vec<&(dyn ToSql + Sync)> = literals.iter().map(|l| l as &(dyn ToSql + Sync)).collect();
+        let (rows, count) = self.with(|c| {
+            let rows = c.query(
+                &format!(
+                    "SELECT {} FROM {vt} ORDER BY id, chunk LIMIT {}",
+                    columns.join(", "),
+                    fuse::BACKGROUND_SAMPLE
+                ),
+                &params,
+            )?;
+            let count: i64 = c.query_one(&format!("SELECT count(*) FROM {vt}"), &[])?.get(0);
+            Ok((rows, count))
+        })?;
+        let mut each = vec![Background::default(); literals.len()];
+        for r in rows {
+            for (i, b) in each.iter_mut().enumerate() {
+                b.add(r.get(i));
+            }
+        }
+        each[0].represents(count.max(0) as usize);
+        Ok((each[0], each.iter().map(Background::moments).collect()))
+    }
+
+    /// The exact cosine of each document's best chunk with the best of the question's vectors,
+    /// a second vector's read against its own background and written on the first one's scale
+    /// (`crate::collection`'s `best_cosines`).
+    fn cosines(&self, vt: &str, literals: &[String], scales: &[Moments], ids: &[Uuid]) -> Result<HashMap<Uuid, f32>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let columns: Vec<String> =
+            (1..=literals.len()).map(|i| format!("max(1 - (embedding <=> ${i}::text::vector))::real")).collect();
+        let ids = ids.to_vec();
+        let mut params: Vec<&(dyn ToSql + Sync)> = literals.iter().map(|l| l as &(dyn ToSql + Sync)).collect();
+        params.push(&ids);
+        let rows = self.with(|c| {
+            c.query(
+                &format!(
+                    "SELECT id, {} FROM {vt} WHERE id = ANY(${}) GROUP BY id",
+                    columns.join(", "),
+                    literals.len() + 1
+                ),
+                &params,
+            )
+        })?;
+        let rescale = |i: usize, c: f32| match (scales.first().copied().flatten(), scales.get(i).copied().flatten()) {
+            (Some((m0, s0)), Some((mi, si))) if i > 0 => m0 + s0 * (c - mi) / si,
+            _ => c,
+        };
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let best = (0..literals.len()).map(|i| rescale(i, r.get(i + 1))).fold(f32::MIN, f32::max);
+                (r.get(0), best)
+            })
+            .collect())
+    }
+
+    /// What calibrates a project's BM25 for `terms`: its documents, their mean length and each
+    /// term's document frequency. Counted exactly in a project of fewer than
+    /// [`TeamStore::with_exact_up_to`] documents (as the planner's statistics know it); in a larger one, the number of documents
+    /// is the planner's, the mean length is read from a sample of about 5,000 rows, and a term
+    /// is counted exactly up to [`Corpus::common`] documents, a more common one estimated from
+    /// the sample: a search reads a bounded number of rows whatever the project's size.
+    fn corpus(&self, d: &str, terms: &[String]) -> Result<Corpus> {
+        let each: Vec<String> = terms.iter().map(|t| quoted(t)).collect();
+        self.with(|c| {
+            let planned: f64 = c
+                .query_one(
+                    "SELECT coalesce((SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass($1)), -1)",
+                    &[&d],
+                )?
+                .get(0);
+            if planned < self.exact_up_to {
+                let row =
+                    c.query_one(&format!("SELECT count(*), coalesce(avg(length(words)), 0)::real FROM {d}"), &[])?;
+                let df: Vec<f32> = c
+                    .query(
+                        &format!(
+                            "SELECT (SELECT count(*) FROM {d} WHERE words @@ x::tsquery)::real
+                             FROM unnest($1::text[]) WITH ORDINALITY AS u(x, i) ORDER BY i"
+                        ),
+                        &[&each],
+                    )?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                return Ok(Corpus {
+                    docs: row.get::<_, i64>(0) as f32,
+                    mean_len: row.get(1),
+                    df: terms.iter().cloned().zip(df).collect(),
+                    common: None,
+                });
+            }
+            let docs = planned as f32;
+            let common = (COMMON_SHARE * docs).max(COMMON_FLOOR);
+            let percent = (100.0 * SAMPLE_ROWS / planned).clamp(0.01, 100.0);
+            // One sample (the same pages while the table is unchanged): its size, mean length,
+            // and each term's count in it; then each term's count, exact up to `common`.
+            let rows = c.query(
+                &format!(
+                    "WITH s AS MATERIALIZED (SELECT words FROM {d} TABLESAMPLE SYSTEM ({percent}) REPEATABLE (7))
+                     SELECT (SELECT count(*) FROM s)::real, (SELECT coalesce(avg(length(words)), 0) FROM s)::real,
+                            (SELECT count(*) FROM s WHERE words @@ x::tsquery)::real,
+                            (SELECT count(*) FROM (SELECT 1 FROM {d} WHERE words @@ x::tsquery LIMIT {limit}) m)::real
+                     FROM unnest($1::text[]) WITH ORDINALITY AS u(x, i) ORDER BY i",
+                    limit = common as i64 + 1
+                ),
+                &[&each],
+            )?;
+            let sampled: f32 = rows.first().map_or(0.0, |r| r.get(0));
+            let mean_len: f32 = rows.first().map_or(0.0, |r| r.get(1));
+            let df = terms
+                .iter()
+                .cloned()
+                .zip(rows.iter().map(|r| {
+                    let (in_sample, counted): (f32, f32) = (r.get(2), r.get(3));
+                    if counted <= common || sampled <= 0.0 {
+                        counted
+                    } else {
+                        (in_sample / sampled * docs).max(counted)
+                    }
+                }))
+                .collect();
+            Ok(Corpus { docs, mean_len, df, common: Some(common) })
+        })
+    }
+
+    /// The Chinese, Japanese and Korean a project's messages are written in, read as a local
+    /// collection reads them ([`crate::collection`]'s languages: a language counts when at
+    /// least a fifth of up to 2,000 sampled messages carry its script), over the first messages
+    /// by id (ids are hashes: a sample spread over the project).
+    fn languages(&self, tenant: &str, project: &str) -> Result<Languages> {
+        let class = |ranges: &[(char, char)]| {
+            format!("[{}]", ranges.iter().map(|(a, b)| format!("{a}-{b}")).collect::<String>())
+        };
+        let (han, kana, hangul) = (class(&HAN), class(&KANA), class(&HANGUL));
+        let d = docs_table(tenant, project);
+        let counts: Vec<i64> = self.with(|c| {
+            let r = c.query_one(
+                &format!(
+                    "SELECT count(*), count(*) FILTER (WHERE content ~ $1 AND content !~ $2),
+                            count(*) FILTER (WHERE content ~ $2), count(*) FILTER (WHERE content ~ $3)
+                     FROM (SELECT content FROM {d} WHERE kind = 'message' ORDER BY id LIMIT {LANGUAGE_SAMPLE}) s"
+                ),
+                &[&han, &kana, &hangul],
+            )?;
+            Ok((0..4).map(|i| r.get(i)).collect())
+        })?;
+        let read = counts[0] as f64;
+        Ok([0_usize, 1, 2, 3].map(|i| i > 0 && read > 0.0 && counts[i] as f64 >= LANGUAGE_SHARE * read))
     }
 
     /// Runs `sql` after `setting` in one transaction: (score, document) per row, both queries
@@ -429,9 +549,7 @@ mod tests {
     use crate::doc::DocKind;
 
     #[test]
-    fn a_question_becomes_a_safe_tsquery_and_filters_numbered_params() {
-        let q: Vec<String> = lexemes("it's a \\ path: src/auth.rs").iter().map(|w| quoted(w)).collect();
-        assert!(!q.is_empty() && q.iter().all(|t| t.starts_with('\'') && t.ends_with('\'')), "{q:?}");
+    fn filters_become_numbered_params() {
         let mut query = TeamQuery::new("x");
         query.filter.kinds = vec![DocKind::Decision];
         query.filter.tags_any = vec!["go".into()];

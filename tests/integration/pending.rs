@@ -111,3 +111,40 @@ fn words_first_then_vectors_resumably() {
 fn deferred_not() -> IndexOptions {
     IndexOptions { tenant: Some("t".into()), ..Default::default() }
 }
+
+/// A heavy pass embeds the newest documents first across every project, then one project at a
+/// time (so one collection's graph and pages are in memory, not every project's): over the
+/// shared corpus's projects, words first, the first `NEWEST_ACROSS` documents come newest
+/// first from whichever project holds the next newest, and after them each project is
+/// embedded in one run of batches, never returned to; every document ends with its vector.
+#[test]
+fn a_heavy_pass_embeds_the_newest_across_projects_then_a_project_at_a_time() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/transcripts");
+    let data = tempfile::tempdir().unwrap();
+    let index = open(data.path());
+    convdex::index_paths(&index, &[corpus], &deferred()).unwrap();
+    let pending = index.pending_vectors(None).unwrap().found;
+    assert!(pending > convdex::NEWEST_ACROSS + 500, "more than the newest-first part waits: {pending}");
+    let mut batches: Vec<(String, usize)> = Vec::new();
+    let reports = index
+        .embed_pending(None, &mut |p| {
+            batches.push((p.collection.clone(), p.pass_done));
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert!(reports.skipped.is_empty());
+    assert!(reports.found.iter().all(|r| r.left == 0));
+    assert_eq!(index.pending_vectors(None).unwrap().found, 0);
+    // Where the newest-first part ended: the first batch that reached NEWEST_ACROSS.
+    let first = batches.iter().position(|(_, done)| *done >= convdex::NEWEST_ACROSS).unwrap() + 1;
+    let across: std::collections::HashSet<&String> = batches[..first].iter().map(|(c, _)| c).collect();
+    assert!(across.len() > 3, "the newest documents came from several projects: {across:?}");
+    let mut runs: Vec<&String> = Vec::new();
+    for (c, _) in &batches[first..] {
+        if runs.last() != Some(&c) {
+            assert!(!runs.contains(&c), "{c} returned to after another project: {runs:?}");
+            runs.push(c);
+        }
+    }
+    assert!(runs.len() > 3, "the rest came a project at a time: {runs:?}");
+}

@@ -118,14 +118,13 @@ fn a_team_store_on_real_postgres() {
     // every filter holds.
     let store = TeamStore::connect(&pg.url).unwrap();
     let embedder = index.embedder().unwrap();
-    let model = embedder.model_id().to_string();
+    let glossary = index.options().collection.glossary.clone();
     let decision =
         local.iter().find(|(d, v)| d.kind() == DocKind::Decision && !v.is_empty()).expect("a decision").0.clone();
-    let vector = embedder.embed_query(&decision.content).unwrap();
     for mode in [SearchMode::Hybrid, SearchMode::Semantic, SearchMode::Lexical] {
         let mut q = TeamQuery::new(&decision.content);
         q.mode = mode;
-        let hits = store.search(&q, &model, Some(&vector)).unwrap();
+        let hits = store.search(&q, Some(embedder.as_ref()), &glossary).unwrap();
         assert!(
             hits.iter().take(3).any(|h| h.doc.id == decision.id),
             "{mode:?}: {:?}",
@@ -135,15 +134,17 @@ fn a_team_store_on_real_postgres() {
     let mut q = TeamQuery::new(&decision.content);
     q.filter.kinds = vec![DocKind::Message];
     q.filter.sessions = vec![decision.session_id[..8].to_string()]; // the start of its id
-    let hits = store.search(&q, &model, Some(&vector)).unwrap();
+    let hits = store.search(&q, Some(embedder.as_ref()), &glossary).unwrap();
     assert!(
         !hits.is_empty()
             && hits.iter().all(|h| h.doc.kind() == DocKind::Message && h.doc.session_id == decision.session_id)
     );
     // The same question locally and in the team store: the same first session.
     let local_first = coll.search(&decision.content).limit(1).run().unwrap().hits[0].doc.session_id.clone();
-    let team_first =
-        store.search(&TeamQuery::new(&decision.content), &model, Some(&vector)).unwrap()[0].doc.session_id.clone();
+    let team_first = store.search(&TeamQuery::new(&decision.content), Some(embedder.as_ref()), &glossary).unwrap()[0]
+        .doc
+        .session_id
+        .clone();
     assert_eq!(local_first, team_first);
     // The command line opens the collections itself.
     drop((coll, index));
@@ -253,7 +254,9 @@ fn a_team_store_on_real_postgres() {
     assert!(TeamStore::connect(&bob).unwrap().projects().unwrap().is_empty());
     let as_alice = TeamStore::connect(&alice).unwrap();
     assert_eq!(as_alice.projects().unwrap(), vec![("local".to_string(), PROJECT.to_string())]);
-    assert!(!as_alice.search(&TeamQuery::new(&decision.content), &model, Some(&vector)).unwrap().is_empty());
+    assert!(
+        !as_alice.search(&TeamQuery::new(&decision.content), Some(embedder.as_ref()), &glossary).unwrap().is_empty()
+    );
     let n: i64 = query(&alice, &format!("SELECT count(*) FROM {table}")).unwrap()[0].get(0);
     assert_eq!(n as usize, local.len());
     let index = Index::open(&a, Options::default()).unwrap();
@@ -332,11 +335,10 @@ fn one_api_matrix_over_both_stores() {
         coll.documents_with_vectors().unwrap().into_iter().map(|(d, v)| (d, !v.is_empty())).collect();
     let store = TeamStore::connect(&pg.url).unwrap();
     let embedder = index.embedder().unwrap();
-    let model = embedder.model_id().to_string();
+    let glossary = index.options().collection.glossary.clone();
 
     // Filters drawn from the documents themselves.
     let decision = docs.iter().find(|(d, v)| d.kind() == DocKind::Decision && *v).expect("a decision").0.clone();
-    let vector = embedder.embed_query(&decision.content).unwrap();
     let session = decision.session_id.clone();
     // The decision, or a message of its session with the same words (a search folds identical
     // content of one session into one hit, whichever kind comes first).
@@ -398,8 +400,12 @@ fn one_api_matrix_over_both_stores() {
             q.ranking.translation = 0.0;
             q.ranking.gloss = 0.0;
             let embedded: Vec<uuid::Uuid> = coll.query(&q).unwrap().hits.iter().map(|h| h.doc.id).collect();
-            let team: Vec<uuid::Uuid> =
-                store.search(&TeamQuery::of(&q), &model, Some(&vector)).unwrap().iter().map(|h| h.doc.id).collect();
+            let team: Vec<uuid::Uuid> = store
+                .search(&TeamQuery::of(&q), Some(embedder.as_ref()), &glossary)
+                .unwrap()
+                .iter()
+                .map(|h| h.doc.id)
+                .collect();
             for (which, ids) in [("embedded", &embedded), ("team", &team)] {
                 assert!(!ids.is_empty(), "{name}, {mode:?}: the {which} store found nothing");
                 let outside = ids.iter().filter(|i| !admitted.contains(i)).count();
@@ -441,7 +447,7 @@ fn one_api_matrix_over_both_stores() {
     let mut q = Query::new(decision.content.clone());
     q.filter = Filter { agents: vec![Agent::Codex], ..f() };
     assert!(coll.query(&q).unwrap().hits.is_empty());
-    assert!(store.search(&TeamQuery::of(&q), &model, Some(&vector)).unwrap().is_empty());
+    assert!(store.search(&TeamQuery::of(&q), Some(embedder.as_ref()), &glossary).unwrap().is_empty());
 
     // The same invalid queries, the same typed errors.
     let mut empty = Query::new("   ");
@@ -452,12 +458,112 @@ fn one_api_matrix_over_both_stores() {
     zero.limit = 0;
     for (name, q) in [("empty question", empty), ("inverted time range", inverted), ("limit 0", zero)] {
         let local = coll.query(&q).unwrap_err();
-        let team = store.search(&TeamQuery::of(&q), &model, Some(&vector)).unwrap_err();
+        let team = store.search(&TeamQuery::of(&q), Some(embedder.as_ref()), &glossary).unwrap_err();
         assert_eq!(
             std::mem::discriminant(&local),
             std::mem::discriminant(&team),
             "{name}: embedded `{local}`, team `{team}`"
         );
         assert!(!matches!(team, Error::Team { .. }), "{name}: {team}");
+    }
+}
+
+/// The team store glosses and translates a question as a local search does: over a project
+/// written partly in Chinese and an English one, every document's cosine in the team store is
+/// the one the local search across projects reads (an English question's second vector, glossed
+/// into the languages the project is written in; a Chinese question's glossed vector), and a
+/// Korean question by words finds, through its translations, the documents the local search
+/// finds, and none without them.
+#[test]
+fn the_team_store_glosses_and_translates_as_the_local_search_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pg = Postgres::start(tmp.path());
+    let index = Index::open(tmp.path().join("data"), Options::default()).unwrap();
+    let message = |i: usize, text: &str| Document::message("s", &format!("m{i}"), i as u64, convdex::Role::User, text);
+    let (zh_answer, en_answer) = ("数据库迁移到新的分支", "migrate the database to the new branch tonight");
+    let filler = [
+        "天气不错，我们下午去公园散步",
+        "把图片压缩以后再上传",
+        "会议改到明天上午十点",
+        "这个按钮的颜色太浅了",
+        "打印机又卡纸了",
+        "the weather is nice today",
+        "resize the images before the upload",
+    ];
+    let mut mixed: Vec<Document> = filler.iter().enumerate().map(|(i, t)| message(i, t)).collect();
+    mixed.extend([message(10, zh_answer), message(11, en_answer)]);
+    index.collection("local", "混合").unwrap().add(&mixed).unwrap();
+    let english: Vec<Document> = ["migrate the database to the new branch", "the printer jammed again", "nice weather"]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| message(i, t))
+        .collect();
+    index.collection("local", "english").unwrap().add(&english).unwrap();
+    let store = TeamStore::connect(&pg.url).unwrap();
+    store.init().unwrap();
+    store.push(&index, None).unwrap();
+    let embedder = index.embedder().unwrap();
+    let glossary = index.options().collection.glossary.clone();
+    let ask = |text: &str, mode: SearchMode, gloss: f32, translation: f32| {
+        let mut q = Query::new(text);
+        (q.mode, q.limit, q.ranking.gloss, q.ranking.translation) = (Some(mode), 30, gloss, translation);
+        let local = index.search(None, &q).unwrap();
+        assert!(local.skipped.is_empty());
+        (local.found, store.search(&TeamQuery::of(&q), Some(embedder.as_ref()), &glossary).unwrap())
+    };
+
+    // By meaning: the same cosine for every document, glossed or not.
+    let similarity = |hits: &[convdex::team::TeamHit], content: &str| {
+        hits.iter().find(|h| h.project == "混合" && h.doc.content == content).and_then(|h| h.similarity).unwrap()
+    };
+    for q in ["migrate the database to the new branch", "数据库迁移"] {
+        for gloss in [0.0, 1.0] {
+            let (local, team) = ask(q, SearchMode::Semantic, gloss, 1.0);
+            assert_eq!(team.len(), local.len(), "{q}: every document of both projects");
+            for h in &team {
+                let l = local.iter().find(|p| p.project == h.project && p.hit.doc.id == h.doc.id).unwrap();
+                let (x, y) = (h.similarity.unwrap(), l.hit.signals.semantic.unwrap());
+                assert!((x - y).abs() < 1e-4, "{q}, gloss {gloss}, {}: team {x}, local {y}", h.doc.content);
+            }
+        }
+    }
+    let english_q = "migrate the database to the new branch";
+    let (own, glossed) =
+        (ask(english_q, SearchMode::Semantic, 0.0, 1.0).1, ask(english_q, SearchMode::Semantic, 1.0, 1.0).1);
+    assert!(similarity(&glossed, zh_answer) > similarity(&own, zh_answer), "the Chinese answer rises with the glosses");
+    assert!(
+        (similarity(&glossed, en_answer) - similarity(&own, en_answer)).abs() < 1e-4,
+        "the English one keeps its cosine"
+    );
+
+    // By words: a Korean question finds through its translations what the local search finds.
+    let ids = |hits: Vec<(String, uuid::Uuid)>| hits.into_iter().collect::<HashSet<_>>();
+    let korean = "데이터베이스 마이그레이션";
+    let (local, team) = ask(korean, SearchMode::Lexical, 1.0, 1.0);
+    let found = ids(team.iter().map(|h| (h.project.clone(), h.doc.id)).collect());
+    assert_eq!(found, ids(local.iter().map(|p| (p.project.clone(), p.hit.doc.id)).collect()));
+    for answer in [zh_answer, en_answer] {
+        assert!(team.iter().any(|h| h.doc.content == answer), "{answer} found through a translation");
+    }
+    assert!(team.iter().any(|h| h.project == "english"), "in the English project too");
+    let (local, team) = ask(korean, SearchMode::Lexical, 1.0, 0.0);
+    assert!(local.is_empty() && team.is_empty(), "without translation the Korean words are nowhere");
+
+    // A large project's word statistics come from a sample (every project counts as large
+    // here): on a project this small the sample is the whole table, so the same hits, scored
+    // the same.
+    let planned: f64 =
+        query(&pg.url, "SELECT reltuples::float8 FROM pg_class WHERE relname = 'd_混合'").unwrap()[0].get(0);
+    assert_eq!(planned, mixed.len() as f64, "the push refreshed the planner's statistics");
+    let sampled = TeamStore::connect(&pg.url).unwrap().with_exact_up_to(0);
+    for (text, mode) in [(korean, SearchMode::Lexical), (english_q, SearchMode::Hybrid)] {
+        let q = TeamQuery { limit: 30, mode, ..TeamQuery::new(text) };
+        let exact = store.search(&q, Some(embedder.as_ref()), &glossary).unwrap();
+        let from_sample = sampled.search(&q, Some(embedder.as_ref()), &glossary).unwrap();
+        let scored = |hits: &[convdex::team::TeamHit]| -> Vec<(uuid::Uuid, Option<i64>)> {
+            hits.iter().map(|h| (h.doc.id, h.words.map(|w| (w * 1e4).round() as i64))).collect()
+        };
+        assert!(!exact.is_empty());
+        assert_eq!(scored(&from_sample), scored(&exact), "{text}");
     }
 }

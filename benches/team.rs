@@ -1,0 +1,146 @@
+//! The team store (PostgreSQL 16.2 with pgvector 0.6.2, PyPI's `pgserver`) beside the embedded
+//! store on the same documents: one project of 10k and 100k documents (384 dims, seeded
+//! clustered vectors and Zipf-distributed words as `benches/search.rs`; the hash embedder, whose
+//! query embedding costs microseconds, so the times are the stores'), pushed with
+//! `TeamStore::push` (documents, words and vectors; the HNSW index grows as rows arrive), then
+//! the same text questions asked of both stores by meaning, by words and both: push throughput,
+//! bytes per document in each store, search p50 and p95 and their ratio.
+//!
+//! Run: `cargo bench --bench team` (prints a markdown table). `CONVDEX_BENCH_SIZES=10000`
+//! limits the sizes; `CONVDEX_TEAM_URL` asks a running server instead of starting one (its
+//! `cdx_bench` schema is dropped before and after).
+
+mod common;
+
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Instant;
+
+use convdex::team::{TeamQuery, TeamStore};
+use convdex::testutil::clustered_vectors;
+use convdex::{Document, Embedder, HashEmbedder, Index, Options, Query, Role, SearchMode};
+
+const SEED: u64 = 0x7EA3_2026;
+const DIM: usize = 384;
+const QUERIES: usize = 50;
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let sizes = common::sizes();
+    let tmp = tempfile::tempdir().unwrap();
+    // A server of our own unless one is given: it runs while its input stays open.
+    let (url, _server) = match std::env::var("CONVDEX_TEAM_URL") {
+        Ok(url) => (url, None),
+        Err(_) => {
+            let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/postgres_for_tests.py");
+            let mut child = Command::new("python3")
+                .arg(script)
+                .arg(tmp.path().join("pg"))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("python3");
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+            assert!(line.starts_with("host="), "PostgreSQL did not start: `pip install pgserver==0.1.4`");
+            (line.trim().to_string(), Some(Server(child)))
+        }
+    };
+    let store = TeamStore::connect(&url).unwrap();
+    store.init().unwrap();
+    let drop_bench = || sql(&url, "DROP SCHEMA IF EXISTS cdx_bench CASCADE");
+    drop_bench();
+    let version =
+        query_one(&url, "SELECT version() || ', pgvector ' || extversion FROM pg_extension WHERE extname = 'vector'");
+    println!("seed {SEED:#x}, dim {DIM}, {QUERIES} questions per mode, 3 rounds; {version}");
+    println!();
+    println!(
+        "| documents | push s | pushed docs/s | team bytes/doc | embedded bytes/doc | mode | team p50 ms | team p95 ms | embedded p50 ms | embedded p95 ms | team / embedded p50 |"
+    );
+    println!("|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|");
+    let embedder = Arc::new(HashEmbedder::new(DIM));
+    for n in sizes {
+        let dir = tempfile::tempdir().unwrap();
+        let idx = Index::open(dir.path(), Options::default().embedder(embedder.clone())).unwrap();
+        let project = format!("p{n}");
+        let coll = idx.collection("bench", &project).unwrap();
+        let vectors = clustered_vectors(n, DIM, (n / 100).max(10), SEED);
+        let docs: Vec<Document> = (0..n)
+            .map(|i| {
+                let text = common::words(i as u64, 30);
+                Document::message(&format!("s{}", i % 500), &format!("m{i}"), i as u64, Role::User, &text)
+            })
+            .collect();
+        for (d, v) in docs.chunks(10_000).zip(vectors.chunks(10_000)) {
+            coll.add_embedded(d, v).unwrap();
+        }
+        coll.flush().unwrap();
+        let embedded_bytes = coll.stats().unwrap().bytes_on_disk as f64 / n as f64;
+        let t = Instant::now();
+        let report = store.push(&idx, Some(&project)).unwrap();
+        let push = t.elapsed().as_secs_f64();
+        assert_eq!(report.sent, n, "every document pushed");
+        let team_bytes: f64 = query_one(
+            &url,
+            &format!(
+                "SELECT (sum(pg_total_relation_size(c.oid)) / {n})::text FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+                 WHERE s.nspname = 'cdx_bench' AND c.relkind = 'r'"
+            ),
+        )
+        .parse()
+        .unwrap();
+        let glossary = idx.options().collection.glossary.clone();
+        for mode in [SearchMode::Semantic, SearchMode::Lexical, SearchMode::Hybrid] {
+            let (mut team, mut embedded) = (Vec::new(), Vec::new());
+            for round in 0..3 {
+                for i in 0..QUERIES {
+                    let mut q = Query::new(common::words(1_000_000 + i as u64, 4));
+                    q.mode = Some(mode);
+                    let t = Instant::now();
+                    let local = idx.search(None, &q).unwrap();
+                    let e = t.elapsed();
+                    let tq = TeamQuery { tenant: Some("bench".into()), ..TeamQuery::of(&q) };
+                    let t = Instant::now();
+                    let hits = store.search(&tq, Some(embedder.as_ref() as &dyn Embedder), &glossary).unwrap();
+                    let tt = t.elapsed();
+                    assert!(!hits.is_empty() && !local.found.is_empty(), "{mode:?}: both stores answer");
+                    // The first round warms both (the graph's links, the server's buffers).
+                    if round > 0 {
+                        embedded.push(e);
+                        team.push(tt);
+                    }
+                }
+            }
+            let (tp50, tp95) = (common::pct_ms(team.clone(), 0.5), common::pct_ms(team, 0.95));
+            let (ep50, ep95) = (common::pct_ms(embedded.clone(), 0.5), common::pct_ms(embedded, 0.95));
+            println!(
+                "| {n} | {push:.1} | {:.0} | {team_bytes:.0} | {embedded_bytes:.0} | {mode:?} | {tp50:.1} | {tp95:.1} | {ep50:.1} | {ep95:.1} | {:.1}× |",
+                n as f64 / push,
+                tp50 / ep50
+            );
+        }
+        drop_bench();
+    }
+}
+
+/// The pgserver process: stopped (and its files deleted) when its input closes.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        drop(self.0.stdin.take());
+        let _ = self.0.wait();
+    }
+}
+
+fn sql(url: &str, statements: &str) {
+    postgres::Client::connect(url, postgres::NoTls).unwrap().batch_execute(statements).unwrap();
+}
+
+fn query_one(url: &str, q: &str) -> String {
+    postgres::Client::connect(url, postgres::NoTls).unwrap().query_one(q, &[]).unwrap().get(0)
+}

@@ -1,0 +1,257 @@
+//! A team search's words: the question's lexemes and its translations (the glossary's forms of
+//! its words in the other languages, [`crate::Ranking::translation`]), each candidate scored by
+//! BM25 over its words with the project's document frequencies, as the local lexical index
+//! scores them (`crate::lexical`: a translation's match counts its weight times its share of the
+//! translation, written as the BM25 that share of the question would score).
+
+use std::collections::{HashMap, HashSet};
+
+use super::lexemes;
+use crate::doc::Document;
+use crate::lexical::{Glossary, LexicalQuery};
+use crate::search::fuse::LexicalScale;
+
+/// BM25's term-frequency saturation and length normalisation (tantivy's, the local index's).
+const BM25_K1: f32 = 1.2;
+const BM25_B: f32 = 0.75;
+
+/// A tsquery matching one lexeme, quoted (read with the `tsquery` input cast, which keeps a
+/// quoted lexeme as it is: `to_tsquery` would split `foo_bar` again with Postgres's parser).
+pub(super) fn quoted(w: &str) -> String {
+    format!("'{}'", w.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// What calibrates a project's BM25: documents, their mean length (in distinct lexemes, as the
+/// documents table holds them) and each lexeme's document frequency.
+pub(super) struct Corpus {
+    pub(super) docs: f32,
+    pub(super) mean_len: f32,
+    pub(super) df: HashMap<String, f32>,
+    /// In a large project, how many documents make a term common (see `Asked::candidates`);
+    /// `None`: every frequency counted exactly, every term chooses candidates.
+    pub(super) common: Option<f32>,
+}
+
+impl Corpus {
+    fn idf(&self, term: &str) -> f32 {
+        let df = self.df.get(term).copied().unwrap_or(0.0);
+        (1.0 + (self.docs - df + 0.5) / (df + 0.5)).ln()
+    }
+}
+
+/// A document's words as the local index holds them: each lexeme's count, and how many
+/// distinct lexemes it has (its length, as the documents table counts it).
+pub(super) struct Words {
+    tf: HashMap<String, f32>,
+}
+
+impl Words {
+    pub(super) fn of(doc: &Document) -> Words {
+        let mut tf: HashMap<String, f32> = HashMap::new();
+        for t in crate::lexical::tokenize::analyze(&doc.lexical_text()) {
+            let w = t.text.to_lowercase();
+            if !w.is_empty() {
+                *tf.entry(w).or_default() += 1.0;
+            }
+        }
+        Words { tf }
+    }
+}
+
+/// One way of asking by words: the question's own lexemes, or one translation of it.
+pub(super) struct Asked {
+    /// Every lexeme, once: a candidate matches one of them.
+    terms: Vec<String>,
+    /// Lexemes that count alone in the scale.
+    single: Vec<String>,
+    /// A translated concept's forms (each form its lexemes), counted once in the scale: the
+    /// mean over its forms of what a form scores.
+    groups: Vec<Vec<Vec<String>>>,
+}
+
+impl Asked {
+    fn own(text: &str) -> Asked {
+        let terms = lexemes(text);
+        Asked { single: terms.clone(), terms, groups: Vec::new() }
+    }
+
+    /// A translation: its phrases, identifiers and terms count alone (matched as words: the
+    /// team store requires none of them), its concepts once each.
+    fn translated(q: &LexicalQuery) -> Asked {
+        let mut single: Vec<String> = q.phrases.iter().flatten().map(|(_, t)| t.clone()).collect();
+        for (whole, parts) in &q.identifiers {
+            single.push(whole.clone());
+            single.extend(parts.iter().map(|(_, t)| t.clone()));
+        }
+        single.extend(q.required.iter().chain(&q.optional).cloned());
+        let mut seen = HashSet::new();
+        single.retain(|t| seen.insert(t.clone()));
+        let mut terms = single.clone();
+        terms.extend(q.groups.iter().flatten().flatten().filter(|t| seen.insert((*t).clone())).cloned());
+        Asked { terms, single, groups: q.groups.iter().filter(|g| !g.is_empty()).cloned().collect() }
+    }
+
+    /// The tsquery choosing its candidates in a project: its lexemes the project holds, without
+    /// the common ones ([`Corpus::common`]) unless it has no other; `None` when the project holds
+    /// none of them.
+    pub(super) fn candidates(&self, c: &Corpus) -> Option<String> {
+        let df = |t: &String| c.df.get(t).copied().unwrap_or(0.0);
+        let held: Vec<&String> = self.terms.iter().filter(|t| df(t) > 0.0).collect();
+        let rare: Vec<&String> = held.iter().copied().filter(|t| c.common.is_none_or(|n| df(t) <= n)).collect();
+        let chosen = if rare.is_empty() { held } else { rare };
+        (!chosen.is_empty()).then(|| chosen.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" | "))
+    }
+
+    /// What a document of mean length holding every lexeme once scores (each concept once).
+    fn reference(&self, c: &Corpus) -> f32 {
+        let singles: f32 = self.single.iter().map(|t| c.idf(t)).sum();
+        let groups: f32 =
+            self.groups.iter().map(|g| g.iter().flatten().map(|t| c.idf(t)).sum::<f32>() / g.len() as f32).sum();
+        singles + groups
+    }
+
+    /// BM25 of a document's words (`None`: it matches none of the lexemes).
+    fn bm25(&self, c: &Corpus, words: &Words) -> Option<f32> {
+        let len = words.tf.len() as f32;
+        let norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len / c.mean_len.max(1.0));
+        let mut score = 0.0;
+        let mut matched = false;
+        for t in &self.terms {
+            if let Some(&f) = words.tf.get(t) {
+                matched = true;
+                score += c.idf(t) * f * (BM25_K1 + 1.0) / (f + norm);
+            }
+        }
+        matched.then_some(score)
+    }
+}
+
+/// The question's words: its own and, when translation is on, its translations at their weight.
+pub(super) struct Question {
+    own: Asked,
+    translations: Vec<Asked>,
+    weight: f32,
+}
+
+impl Question {
+    pub(super) fn new(text: &str, weight: f32, glossary: &Glossary) -> Question {
+        let translations = if weight > 0.0 { glossary.translations(text) } else { Vec::new() };
+        Question {
+            own: Asked::own(text),
+            translations: translations.iter().filter(|t| !t.is_empty()).map(Asked::translated).collect(),
+            weight,
+        }
+    }
+
+    /// No word to search for.
+    pub(super) fn is_empty(&self) -> bool {
+        self.own.terms.is_empty()
+    }
+
+    /// The question's own words, then each translation.
+    pub(super) fn asked(&self) -> impl Iterator<Item = &Asked> {
+        std::iter::once(&self.own).chain(&self.translations)
+    }
+
+    /// Every lexeme of the question and its translations, once, quoted as tsqueries.
+    pub(super) fn terms(&self) -> Vec<String> {
+        let mut seen = HashSet::new();
+        self.asked().flat_map(|a| a.terms.iter()).filter(|t| seen.insert(*t)).cloned().collect()
+    }
+
+    /// What calibrates the question's BM25 in this project ([`LexicalScale`]).
+    pub(super) fn scale(&self, c: &Corpus) -> LexicalScale {
+        LexicalScale { reference: self.own.reference(c), required: 0.0 }
+    }
+
+    /// A document's words signal: its BM25 for the question, or what its best translation's
+    /// share of its own scale would score as the question's (`true`: through a translation);
+    /// `None` when it matches no word of either.
+    pub(super) fn score(&self, c: &Corpus, words: &Words) -> Option<(f32, bool)> {
+        let reference = self.own.reference(c);
+        let mut best = self.own.bm25(c, words).map(|s| (s, false));
+        if self.weight > 0.0 && reference > 0.0 {
+            for t in &self.translations {
+                let r = t.reference(c);
+                if r <= 0.0 {
+                    continue;
+                }
+                if let Some(b) = t.bm25(c, words) {
+                    let s = self.weight * b / r * reference;
+                    if best.is_none_or(|x| s > x.0) {
+                        best = Some((s, true));
+                    }
+                }
+            }
+        }
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::{Document, Role};
+
+    fn corpus(q: &Question, docs: &[&Document]) -> Corpus {
+        let words: Vec<Words> = docs.iter().map(|d| Words::of(d)).collect();
+        let df = q
+            .terms()
+            .into_iter()
+            .map(|t| {
+                let n = words.iter().filter(|w| w.tf.contains_key(&t)).count() as f32;
+                (t, n)
+            })
+            .collect();
+        let mean_len = words.iter().map(|w| w.tf.len() as f32).sum::<f32>() / docs.len() as f32;
+        Corpus { docs: docs.len() as f32, mean_len, df, common: None }
+    }
+
+    #[test]
+    fn a_translation_finds_what_the_own_words_miss_at_its_weight() {
+        let g = Glossary::builtin();
+        let q = Question::new("데이터베이스 마이그레이션", 1.0, &g);
+        assert!(!q.translations.is_empty(), "the built-in glossary translates the Korean words");
+        let english = Document::message("s", "m1", 1, Role::User, "the database migration failed on the branch");
+        let korean = Document::message("s", "m2", 2, Role::User, "데이터베이스 마이그레이션 완료");
+        let other = Document::message("s", "m3", 3, Role::User, "lunch at noon");
+        let c = corpus(&q, &[&english, &korean, &other]);
+        let (en, through) = q.score(&c, &Words::of(&english)).expect("matched through the English translation");
+        assert!(through && en > 0.0);
+        let (ko, own) = q.score(&c, &Words::of(&korean)).expect("matched by its own words");
+        assert!(!own && ko > 0.0);
+        assert!(q.score(&c, &Words::of(&other)).is_none());
+        let half = Question::new("데이터베이스 마이그레이션", 0.5, &g);
+        let (en_half, _) = half.score(&c, &Words::of(&english)).unwrap();
+        assert!((en_half - en / 2.0).abs() < 1e-4, "a translated match counts at the translation's weight");
+        assert_eq!(half.score(&c, &Words::of(&korean)).unwrap().0, ko, "the question's own words do not");
+        let off = Question::new("데이터베이스 마이그레이션", 0.0, &g);
+        assert!(off.score(&c, &Words::of(&english)).is_none(), "translation off: the English message is not found");
+    }
+
+    #[test]
+    fn common_words_choose_no_candidates_while_a_rarer_one_does() {
+        let q = Question::new("the auth module", 0.0, &Glossary::builtin());
+        let own = q.asked().next().unwrap();
+        let df = |pairs: &[(&str, f32)]| pairs.iter().map(|(t, n)| (t.to_string(), *n)).collect();
+        let mut c =
+            Corpus { docs: 100_000.0, mean_len: 20.0, df: df(&[("the", 90_000.0), ("auth", 40.0)]), common: None };
+        assert_eq!(own.candidates(&c).as_deref(), Some("'the' | 'auth'"), "exact: every word the project holds");
+        c.common = Some(2_000.0);
+        assert_eq!(own.candidates(&c).as_deref(), Some("'auth'"), "large: the common word chooses none");
+        c.df = df(&[("the", 90_000.0)]);
+        assert_eq!(own.candidates(&c).as_deref(), Some("'the'"), "only common words: they choose");
+        c.df = df(&[]);
+        assert_eq!(own.candidates(&c), None, "no word held: no query");
+    }
+
+    #[test]
+    fn a_question_becomes_a_safe_tsquery() {
+        let q = Question::new("it's a \\ path: src/auth.rs", 0.0, &Glossary::builtin());
+        let own = q.asked().next().unwrap();
+        let c =
+            Corpus { docs: 1.0, mean_len: 1.0, df: own.terms.iter().map(|t| (t.clone(), 1.0)).collect(), common: None };
+        let t = own.candidates(&c).unwrap();
+        assert!(t.split(" | ").all(|x| x.starts_with('\'') && x.ends_with('\'')), "{t}");
+    }
+}
