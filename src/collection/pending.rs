@@ -94,10 +94,21 @@ impl Collection {
 
     /// The time of the next document [`Collection::embed_pending_batch`] would embed, in
     /// milliseconds; `None` when nothing waits. Indexing stores each project's sessions newest
-    /// first, so this is about the time of the newest session still waiting.
+    /// first, so this is about the time of the newest session still waiting. Pending rows of
+    /// documents deleted meanwhile are looked past; when only such rows are left, the earliest
+    /// time there is (the next batch removes them).
     pub fn next_pending_time(&self) -> Result<Option<i64>> {
-        let (batch, _) = self.pending_batch(1)?;
-        Ok(batch.first().map(|(_, d)| d.timestamp.timestamp_millis()))
+        let tx = self.db.begin_read()?;
+        let pending = tx.open_table(PENDING)?;
+        let docs = tx.open_table(DOCS)?;
+        let mut orphans = false;
+        for row in pending.iter()? {
+            match store::get_doc(&docs, row?.0.value())? {
+                Some(d) => return Ok(Some(d.timestamp.timestamp_millis())),
+                None => orphans = true,
+            }
+        }
+        Ok(orphans.then_some(i64::MIN))
     }
 
     /// Embeds one committed batch of the documents that wait for their vectors, adding to

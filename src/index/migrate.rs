@@ -185,37 +185,35 @@ impl Index {
             let Some(w) = waiting.iter_mut().filter(|w| w.next.is_some()).max_by_key(|w| w.next) else { break };
             batch(w, &mut skipped, &mut pass_done, &mut stop)?;
         }
+        // Flushes and closes `w`'s collection, counting what is left there (a flush that fails
+        // is reported as its collection's fault, not lost in the collection's drop).
+        let close = |w: &mut Waiting, skipped: &mut Vec<Skipped>| -> Result<()> {
+            let Some(c) = w.c.take().filter(|_| !w.failed) else { return Ok(()) };
+            match c.guarded(|c| {
+                c.flush()?;
+                c.pending_vectors()
+            }) {
+                Ok(n) => w.report.left = n,
+                Err(error) if error.is_collection_fault() => {
+                    (w.next, w.failed) = (None, true);
+                    skipped.push(Skipped { info: w.info.clone(), error });
+                }
+                Err(e) => return Err(e),
+            }
+            Ok(())
+        };
         // Then a collection at a time, the one whose next waiting document is the newest first,
         // each flushed and closed when done: one collection's graph and pages in memory at a
         // time, whatever the number of projects.
-        for w in waiting.iter_mut().filter(|w| !w.failed) {
-            w.c = None;
+        for w in waiting.iter_mut() {
+            close(w, &mut skipped)?;
         }
         while !stop {
             let Some(w) = waiting.iter_mut().filter(|w| w.next.is_some()).max_by_key(|w| w.next) else { break };
             while batch(w, &mut skipped, &mut pass_done, &mut stop)? {}
-            w.c = None;
+            close(w, &mut skipped)?;
         }
-        let mut found = Vec::new();
-        for mut w in waiting.into_iter().filter(|w| !w.failed) {
-            let left = match w.c.take() {
-                Some(c) => c.guarded(|c| {
-                    c.flush()?;
-                    c.pending_vectors()
-                }),
-                None => {
-                    self.collection(&w.info.tenant, &w.info.project).and_then(|c| c.guarded(|c| c.pending_vectors()))
-                }
-            };
-            match left {
-                Ok(n) => {
-                    w.report.left = n;
-                    found.push(w.report);
-                }
-                Err(error) if error.is_collection_fault() => skipped.push(Skipped { info: w.info, error }),
-                Err(e) => return Err(e),
-            }
-        }
+        let found = waiting.into_iter().filter(|w| !w.failed).map(|w| w.report).collect();
         Ok(Across { found, skipped })
     }
 }

@@ -134,6 +134,9 @@ impl TeamQuery {
 
 /// Rows of the sample a larger project's mean length and common terms are read from.
 const SAMPLE_ROWS: f64 = 5_000.0;
+/// A sample of fewer rows (the planner's statistics overstate the project: much of it was
+/// deleted since they were made) is not read: the project is counted exactly.
+const MIN_SAMPLE: f32 = 500.0;
 /// In a larger project, a term in more than this share of its documents (and at least
 /// [`COMMON_FLOOR`] of them) is common: its frequency is estimated, and it chooses no candidates
 /// while the question has a rarer word (it still counts in every candidate's BM25).
@@ -193,6 +196,7 @@ impl TeamStore {
         let embedder = embedder.filter(|_| q.mode != SearchMode::Lexical);
         let model = embedder.map_or(String::new(), |e| e.model_id().to_string());
         let cjk = q.text.chars().any(is_cjk);
+        let glossable = q.ranking.gloss > 0.0 && !glossary.glosses_in(&q.text, &[false, true, true, true]).is_empty();
         // The question's vectors (as vector literals) for each set of languages a project is
         // written in, made once each; and its own embedding, which an English question's
         // glossed pairs start from.
@@ -212,8 +216,14 @@ impl TeamStore {
             };
             let literals: Vec<String> = match embedder {
                 Some(e) if self.has_model(&tenant, &project, &model)? => {
-                    let held =
-                        if cjk || q.ranking.gloss <= 0.0 { [false; 4] } else { self.languages(&tenant, &project)? };
+                    // Read only when the question has words the glossary writes in those
+                    // languages; a project that cannot be read for it counts as English, as
+                    // locally.
+                    let held = if cjk || !glossable {
+                        [false; 4]
+                    } else {
+                        self.languages(&tenant, &project).unwrap_or([false; 4])
+                    };
                     match vectors.entry(held) {
                         std::collections::hash_map::Entry::Occupied(o) => o.get().clone(),
                         std::collections::hash_map::Entry::Vacant(slot) => {
@@ -374,7 +384,18 @@ impl TeamStore {
                 ),
                 &params,
             )?;
-            let count: i64 = c.query_one(&format!("SELECT count(*) FROM {vt}"), &[])?.get(0);
+            // The planner's count for a large table (a push refreshes it), an exact one else.
+            let planned: f64 = c
+                .query_one(
+                    "SELECT coalesce((SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass($1)), -1)",
+                    &[&vt],
+                )?
+                .get(0);
+            let count: i64 = if planned >= self.exact_up_to {
+                planned as i64
+            } else {
+                c.query_one(&format!("SELECT count(*) FROM {vt}"), &[])?.get(0)
+            };
             Ok((rows, count))
         })?;
         let mut each = vec![Background::default(); literals.len()];
@@ -437,7 +458,9 @@ impl TeamStore {
                     &[&d],
                 )?
                 .get(0);
-            if planned < self.exact_up_to {
+            // Counted exactly: a small project, or one the statistics overstate (its sample
+            // would be too small to read).
+            let exact = |c: &mut postgres::Client| -> std::result::Result<Corpus, postgres::Error> {
                 let row =
                     c.query_one(&format!("SELECT count(*), coalesce(avg(length(words)), 0)::real FROM {d}"), &[])?;
                 let df: Vec<f32> = c
@@ -451,12 +474,15 @@ impl TeamStore {
                     .iter()
                     .map(|r| r.get(0))
                     .collect();
-                return Ok(Corpus {
+                Ok(Corpus {
                     docs: row.get::<_, i64>(0) as f32,
                     mean_len: row.get(1),
                     df: terms.iter().cloned().zip(df).collect(),
                     common: None,
-                });
+                })
+            };
+            if planned < self.exact_up_to {
+                return exact(c);
             }
             let docs = planned as f32;
             let common = (COMMON_SHARE * docs).max(COMMON_FLOOR);
@@ -475,6 +501,9 @@ impl TeamStore {
                 &[&each],
             )?;
             let sampled: f32 = rows.first().map_or(0.0, |r| r.get(0));
+            if sampled < MIN_SAMPLE {
+                return exact(c);
+            }
             let mean_len: f32 = rows.first().map_or(0.0, |r| r.get(1));
             let df = terms
                 .iter()
