@@ -11,15 +11,18 @@
 //! `cdx_bench` schema is dropped before and after).
 
 mod common;
+// Its `as_user` is the tests'.
+#[allow(dead_code)]
+#[path = "../tests/support/pgserver.rs"]
+mod pgserver;
 
-use std::io::BufRead;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
 use convdex::team::{TeamQuery, TeamStore};
 use convdex::testutil::clustered_vectors;
 use convdex::{Document, Embedder, HashEmbedder, Index, Options, Query, Role, SearchMode};
+use pgserver::Postgres;
 
 const SEED: u64 = 0x7EA3_2026;
 const DIM: usize = 384;
@@ -31,23 +34,12 @@ fn main() {
     }
     let sizes = common::sizes();
     let tmp = tempfile::tempdir().unwrap();
-    // A server of our own unless one is given: it runs while its input stays open.
+    // A server of our own unless one is given.
     let (url, _server) = match std::env::var("CONVDEX_TEAM_URL") {
         Ok(url) => (url, None),
         Err(_) => {
-            let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/postgres_for_tests.py");
-            let mut child = Command::new("python3")
-                .arg(script)
-                .arg(tmp.path().join("pg"))
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("python3");
-            let mut line = String::new();
-            std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-            assert!(line.starts_with("host="), "PostgreSQL did not start: `pip install pgserver==0.1.4`");
-            (line.trim().to_string(), Some(Server(child)))
+            let server = Postgres::start(tmp.path());
+            (server.url.clone(), Some(server))
         }
     };
     let store = TeamStore::connect(&url).unwrap();
@@ -124,16 +116,6 @@ fn main() {
             );
         }
         drop_bench();
-    }
-}
-
-/// The pgserver process: stopped (and its files deleted) when its input closes.
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        drop(self.0.stdin.take());
-        let _ = self.0.wait();
     }
 }
 

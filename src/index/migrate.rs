@@ -106,6 +106,17 @@ impl Index {
             next: Option<i64>,
             failed: bool,
         }
+        impl Waiting {
+            /// Its collection could not be read: listed once, never asked again.
+            fn fail(&mut self, skipped: &mut Vec<Skipped>, error: crate::Error) {
+                (self.next, self.failed) = (None, true);
+                skipped.push(Skipped { info: self.info.clone(), error });
+            }
+        }
+        /// The collection whose next waiting document is the newest.
+        fn newest(waiting: &mut [Waiting]) -> Option<&mut Waiting> {
+            waiting.iter_mut().filter(|w| w.next.is_some()).max_by_key(|w| w.next)
+        }
         let opened = self.open_collections(project)?;
         let mut skipped = opened.skipped;
         let mut waiting: Vec<Waiting> = Vec::new();
@@ -141,8 +152,7 @@ impl Index {
                             c
                         }
                         Err(error) if error.is_collection_fault() => {
-                            (w.next, w.failed) = (None, true);
-                            skipped.push(Skipped { info: w.info.clone(), error });
+                            w.fail(skipped, error);
                             return Ok(false);
                         }
                         Err(e) => return Err(e),
@@ -161,8 +171,7 @@ impl Index {
                         }
                     }
                     Err(error) if error.is_collection_fault() => {
-                        (w.next, w.failed) = (None, true);
-                        skipped.push(Skipped { info: w.info.clone(), error });
+                        w.fail(skipped, error);
                         return Ok(false);
                     }
                     Err(e) => return Err(e),
@@ -182,7 +191,7 @@ impl Index {
             };
         // The newest documents first across every collection, until NEWEST_ACROSS are in.
         while !stop && pass_done < NEWEST_ACROSS {
-            let Some(w) = waiting.iter_mut().filter(|w| w.next.is_some()).max_by_key(|w| w.next) else { break };
+            let Some(w) = newest(&mut waiting) else { break };
             batch(w, &mut skipped, &mut pass_done, &mut stop)?;
         }
         // Flushes and closes `w`'s collection, counting what is left there (a flush that fails
@@ -194,10 +203,7 @@ impl Index {
                 c.pending_vectors()
             }) {
                 Ok(n) => w.report.left = n,
-                Err(error) if error.is_collection_fault() => {
-                    (w.next, w.failed) = (None, true);
-                    skipped.push(Skipped { info: w.info.clone(), error });
-                }
+                Err(error) if error.is_collection_fault() => w.fail(skipped, error),
                 Err(e) => return Err(e),
             }
             Ok(())
@@ -209,7 +215,7 @@ impl Index {
             close(w, &mut skipped)?;
         }
         while !stop {
-            let Some(w) = waiting.iter_mut().filter(|w| w.next.is_some()).max_by_key(|w| w.next) else { break };
+            let Some(w) = newest(&mut waiting) else { break };
             while batch(w, &mut skipped, &mut pass_done, &mut stop)? {}
             close(w, &mut skipped)?;
         }

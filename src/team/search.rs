@@ -143,6 +143,25 @@ const MIN_SAMPLE: f32 = 500.0;
 const COMMON_SHARE: f32 = 0.02;
 const COMMON_FLOOR: f32 = 2_000.0;
 
+/// How many rows the planner's statistics (refreshed by a push) say `table` holds; -1 when it
+/// has none yet.
+fn planned_rows(c: &mut postgres::Client, table: &str) -> std::result::Result<f64, postgres::Error> {
+    let sql = "SELECT coalesce((SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass($1)), -1)";
+    Ok(c.query_one(sql, &[&table])?.get(0))
+}
+
+/// The question's cosine with each of its `n` vectors (parameters `$1`..`$n`, vector literals),
+/// as SQL columns over a vectors table's `embedding`; `max` takes each one's best over a group.
+fn cosine_columns(n: usize, max: bool) -> String {
+    (1..=n)
+        .map(|i| {
+            let c = format!("1 - (embedding <=> ${i}::text::vector)");
+            if max { format!("max({c})::real") } else { format!("({c})::real") }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A background's mean and spread (`None`: no sample).
 type Moments = Option<(f32, f32)>;
 
@@ -246,7 +265,7 @@ impl TeamStore {
                 params.insert(0, Box::new(v.clone()));
                 // Rows are chunks: a document's best comes first.
                 let sql = format!(
-                    "SELECT d.doc::text, 0::real FROM {vt} v JOIN {d} d ON d.id = v.id
+                    "SELECT d.doc::text FROM {vt} v JOIN {d} d ON d.id = v.id
                      WHERE {filters} ORDER BY v.embedding <=> $1::text::vector LIMIT {}",
                     want * 2
                 );
@@ -258,7 +277,7 @@ impl TeamStore {
                     format!("SET LOCAL hnsw.ef_search = {}", (want * 2).clamp(40, 1000))
                 };
                 let mut taken = 0;
-                for (_, doc) in self.rows(&setting, &sql, &params)? {
+                for doc in self.rows(&setting, &sql, &params)? {
                     if taken < want && !semantic.contains(&doc.id) {
                         taken += 1;
                         semantic.push(doc.id);
@@ -278,20 +297,21 @@ impl TeamStore {
                     let (filters, mut params) = q.clauses(2, root.as_deref());
                     params.insert(0, Box::new(words));
                     let sql = format!(
-                        "SELECT d.doc::text, ts_rank(d.words, q.w)::real FROM {d} d, (SELECT $1::text::tsquery AS w) q
-                         WHERE d.words @@ q.w AND {filters} ORDER BY 2 DESC LIMIT {}",
+                        "SELECT d.doc::text FROM {d} d, (SELECT $1::text::tsquery AS w) q
+                         WHERE d.words @@ q.w AND {filters} ORDER BY ts_rank(d.words, q.w) DESC LIMIT {}",
                         want * 3
                     );
-                    for (_, doc) in self.rows("SET LOCAL enable_seqscan = on", &sql, &params)? {
+                    for doc in self.rows("SET LOCAL enable_seqscan = on", &sql, &params)? {
                         found.push(doc.id);
                         docs.entry(doc.id).or_insert(doc);
                     }
                 }
+                let scoring = question.in_corpus(&c);
                 let mut scored: Vec<(Uuid, (f32, bool))> = found
                     .into_iter()
                     .collect::<std::collections::HashSet<_>>()
                     .into_iter()
-                    .filter_map(|id| question.score(&c, &Words::of(&docs[&id])).map(|s| (id, s)))
+                    .filter_map(|id| scoring.score(&Words::of(&docs[&id])).map(|s| (id, s)))
                     .collect();
                 scored.sort_by(|a, b| b.1.0.total_cmp(&a.1.0).then(a.0.cmp(&b.0)));
                 scored.truncate(want);
@@ -304,7 +324,8 @@ impl TeamStore {
             let mut cosine: HashMap<Uuid, f32> = HashMap::new();
             let mut background = Background::default();
             if !literals.is_empty() {
-                let everyone: Vec<Uuid> = semantic.iter().chain(lexical.keys()).copied().collect();
+                let words_only = lexical.keys().filter(|id| !semantic.contains(id));
+                let everyone: Vec<Uuid> = semantic.iter().chain(words_only).copied().collect();
                 let scales;
                 (background, scales) = self.backgrounds(&vt, &literals)?;
                 cosine = self.cosines(&vt, &literals, &scales, &everyone)?;
@@ -317,9 +338,10 @@ impl TeamStore {
             }
             // Every candidate scored on both signals: the words of those found by meaning only.
             if let Some(c) = &corpus {
+                let scoring = question.in_corpus(c);
                 for id in &semantic {
                     if let std::collections::hash_map::Entry::Vacant(slot) = lexical.entry(*id)
-                        && let Some(s) = question.score(c, &Words::of(&docs[id]))
+                        && let Some(s) = scoring.score(&Words::of(&docs[id]))
                     {
                         slot.insert(s);
                     }
@@ -346,7 +368,7 @@ impl TeamStore {
                     },
                 })
                 .collect();
-            let scale = corpus.as_ref().map_or_else(LexicalScale::default, |c| question.scale(c));
+            let scale = corpus.as_ref().map_or_else(LexicalScale::default, |c| question.in_corpus(c).scale());
             pools.push(Pool { candidates, model: model.clone(), background, lexical: scale });
             owners.push((tenant, project, docs));
         }
@@ -372,25 +394,18 @@ impl TeamStore {
     /// of the project (it calibrates the pool), and each vector's moments (a second vector's
     /// cosines are read on the first one's scale, as locally).
     fn backgrounds(&self, vt: &str, literals: &[String]) -> Result<(Background, Vec<Moments>)> {
-        let columns: Vec<String> =
-            (1..=literals.len()).map(|i| format!("(1 - (embedding <=> ${i}::text::vector))::real")).collect();
         let params: Vec<&(dyn ToSql + Sync)> = literals.iter().map(|l| l as &(dyn ToSql + Sync)).collect();
         let (rows, count) = self.with(|c| {
             let rows = c.query(
                 &format!(
                     "SELECT {} FROM {vt} ORDER BY id, chunk LIMIT {}",
-                    columns.join(", "),
+                    cosine_columns(literals.len(), false),
                     fuse::BACKGROUND_SAMPLE
                 ),
                 &params,
             )?;
             // The planner's count for a large table (a push refreshes it), an exact one else.
-            let planned: f64 = c
-                .query_one(
-                    "SELECT coalesce((SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass($1)), -1)",
-                    &[&vt],
-                )?
-                .get(0);
+            let planned = planned_rows(c, vt)?;
             let count: i64 = if planned >= self.exact_up_to {
                 planned as i64
             } else {
@@ -415,8 +430,6 @@ impl TeamStore {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        let columns: Vec<String> =
-            (1..=literals.len()).map(|i| format!("max(1 - (embedding <=> ${i}::text::vector))::real")).collect();
         let ids = ids.to_vec();
         let mut params: Vec<&(dyn ToSql + Sync)> = literals.iter().map(|l| l as &(dyn ToSql + Sync)).collect();
         params.push(&ids);
@@ -424,7 +437,7 @@ impl TeamStore {
             c.query(
                 &format!(
                     "SELECT id, {} FROM {vt} WHERE id = ANY(${}) GROUP BY id",
-                    columns.join(", "),
+                    cosine_columns(literals.len(), true),
                     literals.len() + 1
                 ),
                 &params,
@@ -452,12 +465,7 @@ impl TeamStore {
     fn corpus(&self, d: &str, terms: &[String]) -> Result<Corpus> {
         let each: Vec<String> = terms.iter().map(|t| quoted(t)).collect();
         self.with(|c| {
-            let planned: f64 = c
-                .query_one(
-                    "SELECT coalesce((SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass($1)), -1)",
-                    &[&d],
-                )?
-                .get(0);
+            let planned = planned_rows(c, d)?;
             // Counted exactly: a small project, or one the statistics overstate (its sample
             // would be too small to read).
             let exact = |c: &mut postgres::Client| -> std::result::Result<Corpus, postgres::Error> {
@@ -510,11 +518,7 @@ impl TeamStore {
                 .cloned()
                 .zip(rows.iter().map(|r| {
                     let (in_sample, counted): (f32, f32) = (r.get(2), r.get(3));
-                    if counted <= common || sampled <= 0.0 {
-                        counted
-                    } else {
-                        (in_sample / sampled * docs).max(counted)
-                    }
+                    if counted <= common { counted } else { (in_sample / sampled * docs).max(counted) }
                 }))
                 .collect();
             Ok(Corpus { docs, mean_len, df, common: Some(common) })
@@ -546,9 +550,9 @@ impl TeamStore {
         Ok([0_usize, 1, 2, 3].map(|i| i > 0 && read > 0.0 && counts[i] as f64 >= LANGUAGE_SHARE * read))
     }
 
-    /// Runs `sql` after `setting` in one transaction: (score, document) per row, both queries
-    /// selecting the document's JSON and a `real` score.
-    fn rows(&self, setting: &str, sql: &str, params: &[Box<dyn ToSql + Sync>]) -> Result<Vec<(f32, Document)>> {
+    /// Runs `sql`, which selects a document's JSON, after `setting` in one transaction: the
+    /// documents, in the query's order.
+    fn rows(&self, setting: &str, sql: &str, params: &[Box<dyn ToSql + Sync>]) -> Result<Vec<Document>> {
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
         let rows = self.with(|c| {
             let mut tx = c.transaction()?;
@@ -560,13 +564,12 @@ impl TeamStore {
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
             let json: String = r.get(0);
-            let score: f32 = r.get(1);
             let doc: Document = serde_json::from_str(&json).map_err(|e| Error::Team {
                 store: self.shown.clone(),
                 reason: format!("a stored document does not decode ({e})"),
                 fix: "push the project again from a machine that holds it (`convdex push`)".into(),
             })?;
-            out.push((score, doc));
+            out.push(doc);
         }
         Ok(out)
     }

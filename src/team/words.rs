@@ -159,25 +159,47 @@ impl Question {
         self.asked().flat_map(|a| a.terms.iter()).filter(|t| seen.insert(*t)).cloned().collect()
     }
 
+    /// The question's word scoring in one project: its scale and its translations' scales
+    /// there, read once for all its candidates.
+    pub(super) fn in_corpus<'a>(&'a self, c: &'a Corpus) -> Scoring<'a> {
+        Scoring {
+            question: self,
+            corpus: c,
+            reference: self.own.reference(c),
+            translations: self.translations.iter().map(|t| t.reference(c)).collect(),
+        }
+    }
+}
+
+/// A [`Question`] in one project ([`Question::in_corpus`]).
+pub(super) struct Scoring<'a> {
+    question: &'a Question,
+    corpus: &'a Corpus,
+    /// The question's own scale there.
+    reference: f32,
+    /// Each translation's scale there, in order.
+    translations: Vec<f32>,
+}
+
+impl Scoring<'_> {
     /// What calibrates the question's BM25 in this project ([`LexicalScale`]).
-    pub(super) fn scale(&self, c: &Corpus) -> LexicalScale {
-        LexicalScale { reference: self.own.reference(c), required: 0.0 }
+    pub(super) fn scale(&self) -> LexicalScale {
+        LexicalScale { reference: self.reference, required: 0.0 }
     }
 
     /// A document's words signal: its BM25 for the question, or what its best translation's
     /// share of its own scale would score as the question's (`true`: through a translation);
     /// `None` when it matches no word of either.
-    pub(super) fn score(&self, c: &Corpus, words: &Words) -> Option<(f32, bool)> {
-        let reference = self.own.reference(c);
-        let mut best = self.own.bm25(c, words).map(|s| (s, false));
-        if self.weight > 0.0 && reference > 0.0 {
-            for t in &self.translations {
-                let r = t.reference(c);
+    pub(super) fn score(&self, words: &Words) -> Option<(f32, bool)> {
+        let (q, c) = (self.question, self.corpus);
+        let mut best = q.own.bm25(c, words).map(|s| (s, false));
+        if q.weight > 0.0 && self.reference > 0.0 {
+            for (t, &r) in q.translations.iter().zip(&self.translations) {
                 if r <= 0.0 {
                     continue;
                 }
                 if let Some(b) = t.bm25(c, words) {
-                    let s = self.weight * b / r * reference;
+                    let s = q.weight * b / r * self.reference;
                     if best.is_none_or(|x| s > x.0) {
                         best = Some((s, true));
                     }
@@ -216,17 +238,21 @@ mod tests {
         let korean = Document::message("s", "m2", 2, Role::User, "데이터베이스 마이그레이션 완료");
         let other = Document::message("s", "m3", 3, Role::User, "lunch at noon");
         let c = corpus(&q, &[&english, &korean, &other]);
-        let (en, through) = q.score(&c, &Words::of(&english)).expect("matched through the English translation");
+        let scoring = q.in_corpus(&c);
+        let (en, through) = scoring.score(&Words::of(&english)).expect("matched through the English translation");
         assert!(through && en > 0.0);
-        let (ko, own) = q.score(&c, &Words::of(&korean)).expect("matched by its own words");
+        let (ko, own) = scoring.score(&Words::of(&korean)).expect("matched by its own words");
         assert!(!own && ko > 0.0);
-        assert!(q.score(&c, &Words::of(&other)).is_none());
+        assert!(scoring.score(&Words::of(&other)).is_none());
         let half = Question::new("데이터베이스 마이그레이션", 0.5, &g);
-        let (en_half, _) = half.score(&c, &Words::of(&english)).unwrap();
+        let (en_half, _) = half.in_corpus(&c).score(&Words::of(&english)).unwrap();
         assert!((en_half - en / 2.0).abs() < 1e-4, "a translated match counts at the translation's weight");
-        assert_eq!(half.score(&c, &Words::of(&korean)).unwrap().0, ko, "the question's own words do not");
+        assert_eq!(half.in_corpus(&c).score(&Words::of(&korean)).unwrap().0, ko, "the question's own words do not");
         let off = Question::new("데이터베이스 마이그레이션", 0.0, &g);
-        assert!(off.score(&c, &Words::of(&english)).is_none(), "translation off: the English message is not found");
+        assert!(
+            off.in_corpus(&c).score(&Words::of(&english)).is_none(),
+            "translation off: the English message is not found"
+        );
     }
 
     #[test]

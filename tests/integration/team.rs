@@ -5,54 +5,17 @@
 //! resumed, granted, revoked and forgotten. Run in CI always: without `pgserver` this fails.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use convdex::team::{TeamQuery, TeamStore};
 use convdex::{Agent, DocKind, Document, Error, Filter, Index, Options, Query, SearchMode};
 
 use super::common::copy_dir;
-
-/// A PostgreSQL server for one test, stopped (and its files deleted) when dropped.
-struct Postgres {
-    child: Child,
-    /// `host=SOCKET_DIR user=postgres dbname=postgres`
-    url: String,
-}
-
-impl Postgres {
-    fn start(dir: &Path) -> Postgres {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/postgres_for_tests.py");
-        let mut child = Command::new("python3")
-            .arg(&script)
-            .arg(dir.join("pg"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        assert!(
-            line.starts_with("host="),
-            "PostgreSQL did not start: install PyPI's pgserver (`pip install pgserver==0.1.4`; .ci/run and make test do)"
-        );
-        Postgres { child, url: line.trim().to_string() }
-    }
-
-    fn as_user(&self, user: &str, db: &str) -> String {
-        self.url.replace("user=postgres", &format!("user={user}")).replace("dbname=postgres", &format!("dbname={db}"))
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
-    }
-}
+#[path = "../support/pgserver.rs"]
+mod pgserver;
+use pgserver::Postgres;
 
 fn sql(url: &str, statements: &str) -> Result<(), postgres::Error> {
     postgres::Client::connect(url, postgres::NoTls)?.batch_execute(statements)
