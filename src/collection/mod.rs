@@ -288,7 +288,8 @@ impl Collection {
         let name = format!("{}_{}_conversations", meta.tenant, meta.project);
         let mut backend = Some(backend);
         Self::open_with(dir, &name, meta, embedder, options, false, &|_| None, move |_| {
-            let b = backend.take().expect("backend used once");
+            // Asked again only after the store was busy, which a backend of its own never is.
+            let b = backend.take().ok_or(Error::Storage(redb::Error::DatabaseAlreadyOpen))?;
             Ok(Database::builder().create_with_backend(b)?)
         })
     }
@@ -302,7 +303,7 @@ impl Collection {
         options: CollectionOptions,
         on_disk: bool,
         resolve: ResolveModel<'_>,
-        make_db: impl FnOnce(&Path) -> Result<Database>,
+        make_db: impl FnMut(&Path) -> Result<Database>,
     ) -> Result<Collection> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let lock = acquire_lock(dir, options.lock_wait)?;
@@ -328,14 +329,26 @@ impl Collection {
         meta: CollectionMeta,
         (configured, resolve): (Arc<dyn Embedder>, ResolveModel<'_>),
         options: CollectionOptions,
-        make_db: impl FnOnce(&Path) -> Result<Database>,
+        mut make_db: impl FnMut(&Path) -> Result<Database>,
         seal: Seal,
         lock: std::fs::File,
     ) -> Result<Collection> {
         let path = dir.join("data.redb");
         // Files as convdex left them: no check needed (`make_db` verifies otherwise).
         let intact = seal.intact();
-        let db = match make_db(&path) {
+        let waited = Instant::now();
+        let db = loop {
+            match make_db(&path) {
+                // This process holds the lock, so the store is open elsewhere only for a glance
+                // (another process listing collections reads a new one's identity from its
+                // store, read-only, for milliseconds): wait for it as for the lock.
+                Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) if waited.elapsed() < options.lock_wait => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                other => break other,
+            }
+        };
+        let db = match db {
             Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) => {
                 return Err(Error::InUse { path: dir.to_path_buf(), holder: "unknown".into() });
             }

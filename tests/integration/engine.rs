@@ -410,6 +410,30 @@ fn a_second_opener_gets_in_use() {
     assert!(err.to_string().contains("in use by another process"));
 }
 
+/// Another process listing collections glances at a new collection's store, read-only, while
+/// its writer has it closed for an instant: the writer's next open waits for the glance instead
+/// of failing with an unknown holder (a run once left a project unindexed this way).
+#[test]
+fn a_glance_at_the_store_delays_an_open_and_never_fails_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = hash_index(dir.path(), CollectionOptions::default());
+    let coll_dir = {
+        let c = index.collection("t", "p").unwrap();
+        c.add(&[doc("a", 0, "first batch alpha", &[], 0)]).unwrap();
+        index.collections().unwrap()[0].dir.clone()
+    };
+    let glance = redb::ReadOnlyDatabase::open(coll_dir.join("data.redb")).unwrap();
+    let released = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        drop(glance);
+    });
+    let start = std::time::Instant::now();
+    let c = index.collection("t", "p").unwrap();
+    assert!(start.elapsed() >= std::time::Duration::from_millis(250), "opened while the store was held");
+    assert_eq!(c.stats().unwrap().messages, 1);
+    released.join().unwrap();
+}
+
 #[test]
 fn opening_with_another_model_is_a_typed_error() {
     let dir = tempfile::tempdir().unwrap();
