@@ -31,7 +31,14 @@ impl Index {
     /// directory (see the module documentation), and returns what `work` returns. When it
     /// cannot serve (another writer serves, no Unix sockets) `work` simply runs.
     pub fn while_serving<R>(&self, work: impl FnOnce() -> R) -> R {
-        let Some(server) = Server::claim(self) else { return work() };
+        self.serving_holding(HOLD_IDLE, work)
+    }
+
+    /// [`Index::while_serving`], letting go of the collections searches opened after `hold`
+    /// without a search.
+    fn serving_holding<R>(&self, hold: Duration, work: impl FnOnce() -> R) -> R {
+        let Some(mut server) = Server::claim(self) else { return work() };
+        server.hold = hold;
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| server.run(self, &stop));
@@ -107,11 +114,20 @@ struct Server {
     claim: std::fs::File,
     #[cfg(unix)]
     listener: std::os::unix::net::UnixListener,
-    /// Collections kept open between searches (those the writer is not writing close with it).
+    /// Collections kept open between searches (those the writer is not writing close with it),
+    /// until no search came for `hold`.
     held: Mutex<Vec<Arc<Collection>>>,
+    hold: Duration,
     searches: AtomicU64,
+    /// When the last search came, in milliseconds after `started`.
+    last_search_ms: AtomicU64,
     started: Instant,
 }
+
+/// How long a writer keeps the collections a search opened when no other search comes: a burst
+/// of searches (an agent's, a user's) opens them once, and an indexing run that nobody searches
+/// holds only the collection it writes (its memory stays bounded by one project).
+pub(crate) const HOLD_IDLE: Duration = Duration::from_secs(10);
 
 impl Server {
     #[cfg(not(unix))]
@@ -143,7 +159,9 @@ impl Server {
             claim,
             listener,
             held: Mutex::new(Vec::new()),
+            hold: HOLD_IDLE,
             searches: AtomicU64::new(0),
+            last_search_ms: AtomicU64::new(0),
             started: Instant::now(),
         })
     }
@@ -159,7 +177,10 @@ impl Server {
                         s.spawn(move || self.answer(index, stream));
                     }
                     // Nothing to accept (or a connection that failed): look again shortly.
-                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                    Err(_) => {
+                        self.let_go_when_idle();
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
                 }
             }
         });
@@ -188,6 +209,7 @@ impl Server {
                     Answer::Declined(format!("the indexing process embeds with {mine}, not {model}"))
                 } else {
                     self.searches.fetch_add(1, Ordering::Relaxed);
+                    self.last_search_ms.store(self.started.elapsed().as_millis() as u64, Ordering::SeqCst);
                     self.keep_open(index);
                     match index.search_scope(&scope, &query) {
                         Ok(found) => Answer::Partial(
@@ -222,6 +244,18 @@ impl Server {
         let _ = warm::write_record(&mut stream, &answer);
     }
 
+    /// Lets go of the collections searches opened once no search came for `hold` (a search
+    /// under way holds its own).
+    fn let_go_when_idle(&self) {
+        let last = Duration::from_millis(self.last_search_ms.load(Ordering::SeqCst));
+        if self.started.elapsed().saturating_sub(last) >= self.hold
+            && let Ok(mut held) = self.held.try_lock()
+            && !held.is_empty()
+        {
+            held.clear();
+        }
+    }
+
     /// Opens, once, every collection another process does not hold, and keeps them open
     /// between searches.
     fn keep_open(&self, index: &Index) {
@@ -243,5 +277,51 @@ impl Index {
         }
         let text = std::fs::read_to_string(self.root().join(warm::WRITER_CLAIM)).ok()?;
         text.split_whitespace().nth(1)?.parse().ok()
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::doc::{Document, Role};
+    use crate::embed::HashEmbedder;
+    use crate::index::{Index, Options};
+    use crate::search::Query;
+    use crate::warm::{self, Answer, PROTOCOL, Request, Scope};
+
+    /// A writer answers a search from every project, keeps them open for the next search, and
+    /// lets go of them once no search came for its hold time, while it still writes.
+    #[test]
+    fn a_writer_lets_go_of_what_searches_opened_once_they_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(dir.path(), Options::default().embedder(Arc::new(HashEmbedder::new(32)))).unwrap();
+        for project in ["项目", "other", "third"] {
+            let docs = [Document::message("s", "m", 0, Role::User, "redis cache eviction")];
+            index.collection("local", project).unwrap().add(&docs).unwrap();
+        }
+        let socket = dir.path().join(warm::WRITER_SOCKET);
+        let held = || match warm::call_at(&socket, &Request::Status, Duration::from_secs(5)) {
+            Some(Answer::Status(s)) => s.collections,
+            other => panic!("no status: {other:?}"),
+        };
+        index.serving_holding(Duration::from_millis(600), || {
+            assert_eq!(held(), 0, "nothing is held before a search");
+            let search = Request::Search {
+                protocol: PROTOCOL,
+                version: env!("CARGO_PKG_VERSION").into(),
+                model: String::new(),
+                scope: Scope::Projects(None),
+                query: Box::new(Query::new("redis cache")),
+            };
+            let Some(Answer::Partial(hits, skipped)) = warm::call_at(&socket, &search, Duration::from_secs(5)) else {
+                panic!("the writer did not answer")
+            };
+            assert_eq!((hits.len(), skipped.len()), (3, 0), "every project answers");
+            assert_eq!(held(), 3, "kept open for the next search");
+            std::thread::sleep(Duration::from_millis(1500));
+            assert_eq!(held(), 0, "let go once searches stopped");
+        });
     }
 }

@@ -111,6 +111,17 @@ pub(crate) fn vector_literal(v: &[f32]) -> String {
     s
 }
 
+/// Replaces U+0000 in every string of `v` with U+FFFD: PostgreSQL's text and jsonb cannot hold
+/// it, and one such character in a transcript would otherwise fail its whole batch.
+fn without_nul(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) if s.contains('\0') => *s = s.replace('\0', "\u{FFFD}"),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(without_nul),
+        serde_json::Value::Object(fields) => fields.values_mut().for_each(without_nul),
+        _ => {}
+    }
+}
+
 /// The lexemes a document is matched by: convdex's analyser, lower-cased, each once.
 pub(crate) fn lexemes(text: &str) -> Vec<String> {
     let mut seen = HashSet::new();
@@ -301,57 +312,72 @@ impl TeamStore {
         v: &str,
         batch: &[(Document, Vec<Vec<f32>>, String)],
     ) -> Result<usize> {
+        // One statement per table for the whole batch: the rows travel as one JSON array each
+        // (a statement per document and per vector took a round trip each).
         let upsert = format!(
             "INSERT INTO {d} (id, session_id, kind, ts, content, tags, domain, files, agent, doc, hash, words)
-             SELECT $1, $2, $3, $4::text::timestamptz, $5, $6, $7, $8, $9, $10::text::jsonb, $11, array_to_tsvector($12)
-             WHERE NOT EXISTS (SELECT 1 FROM {s}.forgotten WHERE project = $13 AND session_id = $2)
+             SELECT r.id, r.session_id, r.kind, r.ts, r.content, r.tags, r.domain, r.files, r.agent, r.doc, r.hash,
+                 array_to_tsvector(r.words)
+             FROM jsonb_to_recordset($1::text::jsonb) AS r(id uuid, session_id text, kind text, ts timestamptz,
+                 content text, tags text[], domain text, files text[], agent text, doc jsonb, hash text, words text[])
+             WHERE NOT EXISTS (SELECT 1 FROM {s}.forgotten f WHERE f.project = $2 AND f.session_id = r.session_id)
              ON CONFLICT (id) DO UPDATE SET session_id = EXCLUDED.session_id, kind = EXCLUDED.kind, ts = EXCLUDED.ts,
                  content = EXCLUDED.content, tags = EXCLUDED.tags, domain = EXCLUDED.domain, files = EXCLUDED.files,
-                 agent = EXCLUDED.agent, doc = EXCLUDED.doc, hash = EXCLUDED.hash, words = EXCLUDED.words"
+                 agent = EXCLUDED.agent, doc = EXCLUDED.doc, hash = EXCLUDED.hash, words = EXCLUDED.words
+             RETURNING id"
         );
-        let vector = format!("INSERT INTO {v} (id, chunk, embedding) VALUES ($1, $2, $3::text::vector)");
+        let vectors = format!(
+            "INSERT INTO {v} (id, chunk, embedding)
+             SELECT r.id, r.chunk, r.embedding::vector
+             FROM jsonb_to_recordset($1::text::jsonb) AS r(id uuid, chunk int, embedding text)"
+        );
+        let rows: Vec<serde_json::Value> = batch
+            .iter()
+            .map(|(doc, _, hash)| {
+                serde_json::json!({
+                    "id": doc.id,
+                    "session_id": doc.session_id,
+                    "kind": doc.kind().as_str(),
+                    "ts": doc.timestamp.to_rfc3339(),
+                    "content": doc.content,
+                    "tags": doc.tags,
+                    "domain": doc.domain,
+                    "files": doc.files_discussed.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(),
+                    "agent": doc.agent(),
+                    "doc": doc,
+                    "hash": hash,
+                    // The words a local search indexes: with an imported message's speaker,
+                    // date and the turn it answers.
+                    "words": lexemes(&doc.lexical_text()),
+                })
+            })
+            .collect();
+        let mut rows = serde_json::Value::Array(rows);
+        without_nul(&mut rows);
+        let rows = rows.to_string();
         self.with(|c| {
             let mut tx = c.transaction()?;
             // Shared with other pushes, exclusive with a forget of this project.
             tx.execute("SELECT pg_advisory_xact_lock_shared(hashtext($1))", &[&format!("{s}.{project}")])?;
-            let upsert = tx.prepare(&upsert)?;
-            let vector = tx.prepare(&vector)?;
-            let mut sent = 0;
-            for (doc, vectors, hash) in batch {
-                let files: Vec<String> = doc.files_discussed.iter().map(|f| f.path.clone()).collect();
-                let json = serde_json::to_string(doc).unwrap_or_default();
-                // The words a local search indexes: with an imported message's speaker, date
-                // and the turn it answers.
-                let words = lexemes(&doc.lexical_text());
-                let n = tx.execute(
-                    &upsert,
-                    &[
-                        &doc.id,
-                        &doc.session_id,
-                        &doc.kind().as_str(),
-                        &doc.timestamp.to_rfc3339(),
-                        &doc.content,
-                        &doc.tags,
-                        &doc.domain,
-                        &files,
-                        &doc.agent(),
-                        &json,
-                        hash,
-                        &words,
-                        &project,
-                    ],
-                )?;
-                if n == 0 {
-                    continue; // forgotten meanwhile
-                }
-                tx.execute(&format!("DELETE FROM {v} WHERE id = $1"), &[&doc.id])?;
-                for (i, vec) in vectors.iter().enumerate() {
-                    tx.execute(&vector, &[&doc.id, &(i as i32), &vector_literal(vec)])?;
-                }
-                sent += 1;
+            // The documents written: not those of a session forgotten meanwhile.
+            let written: HashSet<uuid::Uuid> =
+                tx.query(&upsert, &[&rows, &project])?.iter().map(|r| r.get::<_, uuid::Uuid>(0)).collect();
+            let ids: Vec<uuid::Uuid> = written.iter().copied().collect();
+            tx.execute(&format!("DELETE FROM {v} WHERE id = ANY($1)"), &[&ids])?;
+            let chunks: Vec<serde_json::Value> = batch
+                .iter()
+                .filter(|(doc, _, _)| written.contains(&doc.id))
+                .flat_map(|(doc, vectors, _)| {
+                    vectors.iter().enumerate().map(
+                        |(i, vec)| serde_json::json!({ "id": doc.id, "chunk": i, "embedding": vector_literal(vec) }),
+                    )
+                })
+                .collect();
+            if !chunks.is_empty() {
+                tx.execute(&vectors, &[&serde_json::Value::Array(chunks).to_string()])?;
             }
             tx.commit()?;
-            Ok(sent)
+            Ok(written.len())
         })
     }
 

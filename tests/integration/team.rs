@@ -259,6 +259,18 @@ fn a_team_store_on_real_postgres() {
     let left: i64 =
         query(&pg.url, &format!("SELECT count(*) FROM {table} WHERE session_id = '{other}'")).unwrap()[0].get(0);
     assert_eq!(left, 0);
+    // A character PostgreSQL cannot hold (U+0000) fails nothing: it arrives as U+FFFD.
+    let nul = Document::message("nul-session", "nul-message", 0, convdex::Role::User, "a log line\0with a NUL");
+    let index = Index::open(&a, Options::default()).unwrap();
+    let coll = index.collection("local", PROJECT).unwrap();
+    coll.add(std::slice::from_ref(&nul)).unwrap();
+    let report = store.push(&index, Some(PROJECT)).unwrap();
+    assert_eq!(report.sent, 1, "{report:?}");
+    let nul_table = format!("\"cdx_local\".\"d_{PROJECT}\"");
+    let arrived =
+        query(&pg.url, &format!("SELECT content, doc->>'content' FROM {nul_table} WHERE id = '{}'", nul.id)).unwrap();
+    let arrived: (String, String) = (arrived[0].get(0), arrived[0].get(1));
+    assert_eq!(arrived, ("a log line\u{FFFD}with a NUL".to_string(), "a log line\u{FFFD}with a NUL".to_string()));
 }
 
 /// Whether `filter` admits `doc`, written from [`Filter`]'s documentation alone: what both
