@@ -149,7 +149,7 @@ fn hooks(runs: usize) {
     let mut args = vec!["index", "--json"];
     args.extend(roots.iter().map(|r| r.to_str().expect("UTF-8 corpus path")));
     let indexed = common::convdex(data.path(), &args);
-    assert!(indexed.status.success(), "convdex index failed");
+    assert!(indexed.indexed(), "convdex index failed");
     let all = prompts(&roots);
     let picked = spread(&all, 50);
     let mut dirs: Vec<&str> = all.iter().map(|p| p.cwd.as_str()).collect();
@@ -426,7 +426,7 @@ fn peer() {
     let (sync, sync_mb, said) = timed(&["sync", "--tool", "claude-code"]);
     let data = tempfile::tempdir().unwrap();
     let ours = common::convdex(data.path(), &["index", "--json", projects.to_str().unwrap()]);
-    assert!(ours.status.success());
+    assert!(ours.indexed(), "convdex index failed");
     let v: serde_json::Value = serde_json::from_str(&ours.stdout).unwrap();
     let words = v["words_seconds"].as_f64().unwrap_or(f64::NAN);
     println!();

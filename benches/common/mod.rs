@@ -22,6 +22,14 @@ pub struct Run {
     pub stdout: String,
 }
 
+impl Run {
+    /// Whether an index run finished: exit code 0, or 3 ("finished, with warnings", which the
+    /// shared corpus's empty session files rightly give).
+    pub fn indexed(&self) -> bool {
+        matches!(self.status.code(), Some(0 | 3))
+    }
+}
+
 /// Runs `convdex` with `data_dir` and `args`.
 pub fn convdex(data_dir: &Path, args: &[&str]) -> Run {
     convdex_with_input(data_dir, args, None)

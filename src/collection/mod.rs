@@ -306,12 +306,14 @@ impl Collection {
         make_db: impl FnMut(&Path) -> Result<Database>,
     ) -> Result<Collection> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        // One deadline for the lock and for a glance at the store after it.
+        let since = Instant::now();
         let lock = acquire_lock(dir, options.lock_wait)?;
         let seal = Seal::new(dir, on_disk);
         let path = dir.join("data.redb");
         // redb panics on some damaged pages: a damaged collection is an error, never a crash.
         let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Self::open_locked(dir, name, meta, (embedder, resolve), options, make_db, seal, lock)
+            Self::open_locked(dir, name, meta, (embedder, resolve), options, make_db, seal, (lock, since))
         }));
         match opened {
             Ok(r) => r,
@@ -331,18 +333,17 @@ impl Collection {
         options: CollectionOptions,
         mut make_db: impl FnMut(&Path) -> Result<Database>,
         seal: Seal,
-        lock: std::fs::File,
+        (lock, since): (std::fs::File, Instant),
     ) -> Result<Collection> {
         let path = dir.join("data.redb");
         // Files as convdex left them: no check needed (`make_db` verifies otherwise).
         let intact = seal.intact();
-        let waited = Instant::now();
         let db = loop {
             match make_db(&path) {
                 // This process holds the lock, so the store is open elsewhere only for a glance
-                // (another process listing collections reads a new one's identity from its
-                // store, read-only, for milliseconds): wait for it as for the lock.
-                Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) if waited.elapsed() < options.lock_wait => {
+                // (a process of an older version listing collections read a new one's identity
+                // from its store without the lock): wait for it as for the lock.
+                Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) if since.elapsed() < options.lock_wait => {
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 other => break other,

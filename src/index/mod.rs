@@ -421,6 +421,12 @@ fn write_identity(dir: &Path, info: &CollectionInfo) -> Result<()> {
 /// another process or unreadable).
 fn identity_from_store(dir: &Path) -> Option<CollectionInfo> {
     let path = dir.join("data.redb");
+    // Only under the collection's lock, taken without waiting: a store that is open elsewhere is
+    // being written, and a glance at it would make its writer's next open fail.
+    let lock = std::fs::OpenOptions::new().read(true).write(true).open(dir.join("LOCK")).ok();
+    if lock.as_ref().is_some_and(|l| l.try_lock().is_err()) {
+        return None;
+    }
     let read = std::panic::catch_unwind(|| -> Option<crate::collection::CollectionMeta> {
         let db = redb::ReadOnlyDatabase::open(&path).ok()?;
         crate::store::meta::read_meta(&db).ok()

@@ -178,7 +178,11 @@ impl Server {
                     }
                     // Nothing to accept (or a connection that failed): look again shortly.
                     Err(_) => {
-                        self.let_go_when_idle();
+                        let gone = self.let_go_when_idle();
+                        if !gone.is_empty() {
+                            // Closed (flushed) on a thread of their own: the loop keeps accepting.
+                            s.spawn(move || drop(gone));
+                        }
                         std::thread::sleep(Duration::from_millis(10));
                     }
                 }
@@ -209,9 +213,11 @@ impl Server {
                     Answer::Declined(format!("the indexing process embeds with {mine}, not {model}"))
                 } else {
                     self.searches.fetch_add(1, Ordering::Relaxed);
-                    self.last_search_ms.store(self.started.elapsed().as_millis() as u64, Ordering::SeqCst);
+                    self.searched();
                     self.keep_open(index);
-                    match index.search_scope(&scope, &query) {
+                    let found = index.search_scope(&scope, &query);
+                    self.searched();
+                    match found {
                         Ok(found) => Answer::Partial(
                             found.found.into_iter().map(|h| (h.project, h.hit)).collect(),
                             found
@@ -234,7 +240,7 @@ impl Server {
                 version: env!("CARGO_PKG_VERSION").into(),
                 collections: self.held.lock().unwrap_or_else(|e| e.into_inner()).len(),
                 searches: self.searches.load(Ordering::Relaxed),
-                idle_seconds: self.started.elapsed().as_secs(),
+                idle_seconds: self.idle().as_secs(),
             }),
             Request::Stop => Answer::Declined(
                 "an indexing run (or another write) serves this data directory's searches; it stops when the write ends"
@@ -244,16 +250,29 @@ impl Server {
         let _ = warm::write_record(&mut stream, &answer);
     }
 
-    /// Lets go of the collections searches opened once no search came for `hold` (a search
-    /// under way holds its own).
-    fn let_go_when_idle(&self) {
-        let last = Duration::from_millis(self.last_search_ms.load(Ordering::SeqCst));
-        if self.started.elapsed().saturating_sub(last) >= self.hold
-            && let Ok(mut held) = self.held.try_lock()
-            && !held.is_empty()
-        {
-            held.clear();
+    /// Takes the collections searches opened once no search came for `hold` (a search counts
+    /// from its start to its answer), for the caller to close outside the lock, so searches
+    /// that come meanwhile do not wait for their flushes.
+    fn let_go_when_idle(&self) -> Vec<Arc<Collection>> {
+        if self.idle() < self.hold {
+            return Vec::new();
         }
+        match self.held.try_lock() {
+            Ok(mut held) => std::mem::take(&mut *held),
+            Err(std::sync::TryLockError::Poisoned(p)) => std::mem::take(&mut *p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => Vec::new(),
+        }
+    }
+
+    /// Time since the last search started or was answered (since the start, before any).
+    fn idle(&self) -> Duration {
+        let last = Duration::from_millis(self.last_search_ms.load(Ordering::SeqCst));
+        self.started.elapsed().saturating_sub(last)
+    }
+
+    /// Marks a search as under way or just answered.
+    fn searched(&self) {
+        self.last_search_ms.store(self.started.elapsed().as_millis() as u64, Ordering::SeqCst);
     }
 
     /// Opens, once, every collection another process does not hold, and keeps them open
@@ -306,7 +325,7 @@ mod tests {
             Some(Answer::Status(s)) => s.collections,
             other => panic!("no status: {other:?}"),
         };
-        index.serving_holding(Duration::from_millis(600), || {
+        index.serving_holding(Duration::from_secs(2), || {
             assert_eq!(held(), 0, "nothing is held before a search");
             let search = Request::Search {
                 protocol: PROTOCOL,
@@ -320,7 +339,7 @@ mod tests {
             };
             assert_eq!((hits.len(), skipped.len()), (3, 0), "every project answers");
             assert_eq!(held(), 3, "kept open for the next search");
-            std::thread::sleep(Duration::from_millis(1500));
+            std::thread::sleep(Duration::from_secs(5));
             assert_eq!(held(), 0, "let go once searches stopped");
         });
     }

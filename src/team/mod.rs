@@ -312,8 +312,8 @@ impl TeamStore {
         v: &str,
         batch: &[(Document, Vec<Vec<f32>>, String)],
     ) -> Result<usize> {
-        // One statement per table for the whole batch: the rows travel as one JSON array each
-        // (a statement per document and per vector took a round trip each).
+        // One statement per table for the whole batch, its rows as one JSON array: a round trip
+        // per batch, not per document and chunk.
         let upsert = format!(
             "INSERT INTO {d} (id, session_id, kind, ts, content, tags, domain, files, agent, doc, hash, words)
              SELECT r.id, r.session_id, r.kind, r.ts, r.content, r.tags, r.domain, r.files, r.agent, r.doc, r.hash,
@@ -321,12 +321,13 @@ impl TeamStore {
              FROM jsonb_to_recordset($1::text::jsonb) AS r(id uuid, session_id text, kind text, ts timestamptz,
                  content text, tags text[], domain text, files text[], agent text, doc jsonb, hash text, words text[])
              WHERE NOT EXISTS (SELECT 1 FROM {s}.forgotten f WHERE f.project = $2 AND f.session_id = r.session_id)
+             ORDER BY r.id
              ON CONFLICT (id) DO UPDATE SET session_id = EXCLUDED.session_id, kind = EXCLUDED.kind, ts = EXCLUDED.ts,
                  content = EXCLUDED.content, tags = EXCLUDED.tags, domain = EXCLUDED.domain, files = EXCLUDED.files,
                  agent = EXCLUDED.agent, doc = EXCLUDED.doc, hash = EXCLUDED.hash, words = EXCLUDED.words
              RETURNING id"
         );
-        let vectors = format!(
+        let insert_vectors = format!(
             "INSERT INTO {v} (id, chunk, embedding)
              SELECT r.id, r.chunk, r.embedding::vector
              FROM jsonb_to_recordset($1::text::jsonb) AS r(id uuid, chunk int, embedding text)"
@@ -344,7 +345,10 @@ impl TeamStore {
                     "domain": doc.domain,
                     "files": doc.files_discussed.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(),
                     "agent": doc.agent(),
-                    "doc": doc,
+                    // Through its text, so each number keeps its own shortest form (an f32
+                    // turned into a JSON value directly is widened: 0.7 reads 0.699999988…).
+                    "doc": serde_json::from_str::<serde_json::Value>(&serde_json::to_string(doc).unwrap_or_default())
+                        .unwrap_or_default(),
                     "hash": hash,
                     // The words a local search indexes: with an imported message's speaker,
                     // date and the turn it answers.
@@ -374,7 +378,7 @@ impl TeamStore {
                 })
                 .collect();
             if !chunks.is_empty() {
-                tx.execute(&vectors, &[&serde_json::Value::Array(chunks).to_string()])?;
+                tx.execute(&insert_vectors, &[&serde_json::Value::Array(chunks).to_string()])?;
             }
             tx.commit()?;
             Ok(written.len())
