@@ -9,7 +9,6 @@ pub(crate) mod import;
 pub(crate) mod remember;
 mod report;
 pub(crate) mod runs;
-mod sessions;
 
 pub use report::{Failure, FileOutcome, FileReport, IndexReport};
 
@@ -18,12 +17,15 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::collection::Collection;
+use crate::collection::{Collection, SessionWrite};
+use crate::derive::session::{self, SessionFile};
 use crate::doc::DocKind;
 use crate::error::{Error, Result};
 use crate::index::Index;
+use crate::ingest::claude::{self, ParsedFile};
 use crate::ingest::layout::{self, Agent, ProjectFolder, SessionFiles};
 use crate::text::normalize_name;
+use fingerprint::{FileState, SessionState, file_state};
 
 /// Options of an indexing run. Every field documents its default.
 #[derive(Debug, Clone, Default)]
@@ -329,8 +331,25 @@ fn index_folder(
     };
     let root = coll.meta()?.project_path.unwrap_or_default();
     report.collections.push(coll.name().to_string());
-    if !sessions::index_sessions(&coll, &root, &sessions, options, report, tick)? {
-        return Ok(()); // a damaged or busy collection: reported, nothing more is written
+    for &s in &sessions {
+        // A session that cannot be read or written is reported and skipped; its fingerprint is
+        // not stored, so the next run tries it again.
+        if let Err(e) = coll.guarded(|c| index_session(c, &root, s, options, report)) {
+            let path = s.files().first().map(|(p, _)| p.to_path_buf()).unwrap_or_default();
+            let fatal = matches!(e, Error::Damaged { .. } | Error::InUse { .. });
+            report.session_files(s, FileOutcome::Failed, Some(&e.chain()));
+            report.failures.push(Failure { path, session: Some(s.id.clone()), reason: e.chain() });
+            if fatal {
+                // The sessions after it are not tried: each of their files says so.
+                let why = format!("not tried: {}", e.chain());
+                let rest: Vec<&SessionFiles> = sessions.iter().skip_while(|x| x.id != s.id).skip(1).copied().collect();
+                for r in rest {
+                    report.session_files(r, FileOutcome::Failed, Some(&why));
+                }
+                return Ok(());
+            }
+        }
+        tick(&s.id);
     }
     if options.dry_run {
         return Ok(());
@@ -347,4 +366,145 @@ fn index_folder(
     coll.touch_indexed_at(chrono::Utc::now())?;
     coll.flush()?;
     Ok(())
+}
+
+fn index_session(
+    coll: &Collection,
+    root: &str,
+    s: &SessionFiles,
+    options: &IndexOptions,
+    report: &mut IndexReport,
+) -> Result<()> {
+    let files = s.files();
+    let forgotten = coll.is_forgotten(&s.id)?;
+    if forgotten && !options.force {
+        report.sessions_forgotten += 1;
+        report.session_files(
+            s,
+            FileOutcome::Forgotten,
+            Some("forgotten with `convdex forget`; `index --force` indexes it again"),
+        );
+        return Ok(());
+    }
+    let previous: Option<SessionState> = coll.session_state(&s.id)?;
+    let stats: Vec<(&Path, Option<(u64, i64)>)> = files.iter().map(|(p, _)| (*p, file_state(p))).collect();
+    if !options.force && previous.as_ref().is_some_and(|prev| prev.unchanged(&stats)) {
+        report.sessions_skipped += 1;
+        report.session_files(s, FileOutcome::Unchanged, None);
+        return Ok(());
+    }
+    if options.dry_run {
+        match previous {
+            Some(_) => report.sessions_appended += 1,
+            None => report.sessions_new += 1,
+        }
+        report.would_index.extend(files.first().map(|(p, _)| p.to_path_buf()));
+        report.session_files(s, FileOutcome::WouldIndex, None);
+        return Ok(());
+    }
+    // Read and parse every file of the session.
+    let mut parsed = Vec::with_capacity(files.len());
+    let mut states = Vec::with_capacity(files.len());
+    // Appended: every file seen last time still starts with the bytes consumed then.
+    let mut appended = !options.force && previous.is_some();
+    for (p, st) in &stats {
+        let bytes = std::fs::read(p).map_err(|e| Error::io(p, e))?;
+        let pf = parse_file(s, p, &bytes);
+        for sk in &pf.skipped {
+            report.skipped_lines.push((p.to_path_buf(), sk.clone()));
+        }
+        let (size, mtime_ms) = st.unwrap_or((bytes.len() as u64, 0));
+        let path = p.to_string_lossy().into_owned();
+        if let Some(prev) = &previous {
+            appended &= prev.kept_prefix(&path, &bytes);
+        }
+        let head = bytes.get(..pf.consumed).unwrap_or_default();
+        states.push(FileState {
+            path,
+            size,
+            mtime_ms,
+            consumed: pf.consumed as u64,
+            prefix_hash: xxhash_rust::xxh3::xxh3_64(head),
+        });
+        parsed.push(pf);
+    }
+    // A file that disappeared since last time is a rewrite, not an append.
+    if let Some(prev) = &previous {
+        appended &= prev.files.iter().all(|old| states.iter().any(|st| st.path == old.path));
+    }
+    let inputs: Vec<SessionFile<'_>> =
+        parsed.iter().zip(&files).map(|(pf, (_, agent))| SessionFile { parsed: pf, agent: *agent }).collect();
+    let (mut docs, redactions) = session::documents(&s.id, root, s.agent, &inputs);
+    for (k, n) in redactions {
+        *report.redactions.entry(k).or_default() += n;
+    }
+    let decisions = session::decision_documents(&docs);
+    docs.extend(decisions);
+    if let Some(summary) = session::summary_document(&s.id, &inputs, &docs) {
+        docs.push(summary);
+    }
+    // On append, only messages not stored yet (or changed) are written.
+    let mut fresh = Vec::with_capacity(docs.len());
+    for d in docs {
+        if appended
+            && coll.get(d.id)?.is_some_and(|old| old.content == d.content && old.files_discussed == d.files_discussed)
+        {
+            continue;
+        }
+        fresh.push(d);
+    }
+    let state = SessionState { files: states, messages: parsed.iter().map(|pf| pf.messages.len()).sum() };
+    // One transaction: a re-indexed session's old documents go, its new documents and its
+    // fingerprint come, and its tombstone (when forced) goes, or none of it happens.
+    let r = coll.write_session(SessionWrite {
+        session_id: &s.id,
+        replace: !appended,
+        docs: &fresh,
+        state: Some((s.id.clone(), crate::store::codec::encode(&state))),
+        unforget: forgotten,
+        defer_vectors: options.defer_vectors,
+    })?;
+    for ((p, _), pf) in files.iter().zip(&parsed) {
+        let (outcome, reason) = report::file_outcome(s.agent, pf);
+        report.files.push(FileReport {
+            path: p.to_path_buf(),
+            session: Some(s.id.clone()),
+            agent: s.agent,
+            outcome,
+            messages: pf.messages.len(),
+            reason,
+        });
+    }
+    report.chunks += r.chunks;
+    report.embedded += r.embedded;
+    report.messages += fresh.iter().filter(|d| d.kind() == DocKind::Message).count();
+    report.decisions += fresh.iter().filter(|d| d.kind() == DocKind::Decision).count();
+    match (&previous, appended) {
+        (None, _) => report.sessions_new += 1,
+        (Some(_), true) => report.sessions_appended += 1,
+        (Some(_), false) => report.sessions_reindexed += 1,
+    }
+    Ok(())
+}
+
+/// One file of a session, parsed in its agent's format (a file holding several sessions, an
+/// Aider history or Gemini's `logs.json`, gives the session's part).
+fn parse_file(s: &SessionFiles, path: &Path, bytes: &[u8]) -> ParsedFile {
+    use crate::ingest::{aider, codex, gemini};
+    let pick = |all: Vec<(String, ParsedFile)>| {
+        all.into_iter().find(|(id, _)| *id == s.id).map(|(_, pf)| pf).unwrap_or_default()
+    };
+    match s.agent {
+        Agent::ClaudeCode => claude::parse(bytes),
+        Agent::Codex => codex::parse(bytes),
+        Agent::Gemini if path.file_name().is_some_and(|n| n == "logs.json") => pick(gemini::parse_logs(bytes)),
+        Agent::Gemini => gemini::parse_chat(bytes),
+        Agent::Aider => pick(aider::parse(bytes)),
+    }
+}
+
+impl Collection {
+    fn session_state(&self, id: &str) -> Result<Option<SessionState>> {
+        self.get_session_bytes(id)?.map(|b| crate::store::codec::decode("session state", &b)).transpose()
+    }
 }
