@@ -98,17 +98,11 @@ impl Collection {
     /// documents deleted meanwhile are looked past; when only such rows are left, the earliest
     /// time there is (the next batch removes them).
     pub fn next_pending_time(&self) -> Result<Option<i64>> {
-        let tx = self.db.begin_read()?;
-        let pending = tx.open_table(PENDING)?;
-        let docs = tx.open_table(DOCS)?;
-        let mut orphans = false;
-        for row in pending.iter()? {
-            match store::get_doc(&docs, row?.0.value())? {
-                Some(d) => return Ok(Some(d.timestamp.timestamp_millis())),
-                None => orphans = true,
-            }
-        }
-        Ok(orphans.then_some(i64::MIN))
+        let (first, orphans) = self.pending_docs(usize::MAX, 1)?;
+        Ok(match first.first() {
+            Some((_, d)) => Some(d.timestamp.timestamp_millis()),
+            None => (!orphans.is_empty()).then_some(i64::MIN),
+        })
     }
 
     /// Embeds one committed batch of the documents that wait for their vectors, adding to
@@ -165,13 +159,22 @@ impl Collection {
     /// Up to `n` pending documents (internal id and document), in internal-id order, and the
     /// pending ids among them whose document is gone (dropped with the batch).
     fn pending_batch(&self, n: usize) -> Result<(Vec<Pending>, Vec<u64>)> {
+        self.pending_docs(n, n)
+    }
+
+    /// The pending rows in internal-id order, up to `rows` of them and until `docs` documents are
+    /// found: those documents, and the ids of the rows passed whose document is gone.
+    fn pending_docs(&self, rows: usize, docs: usize) -> Result<(Vec<Pending>, Vec<u64>)> {
         let tx = self.db.begin_read()?;
         let pending = tx.open_table(PENDING)?;
-        let docs = tx.open_table(DOCS)?;
-        let (mut out, mut orphans) = (Vec::with_capacity(n), Vec::new());
-        for row in pending.iter()?.take(n) {
+        let stored = tx.open_table(DOCS)?;
+        let (mut out, mut orphans) = (Vec::with_capacity(docs.min(rows)), Vec::new());
+        for row in pending.iter()?.take(rows) {
+            if out.len() == docs {
+                break;
+            }
             let id = row?.0.value();
-            match store::get_doc(&docs, id)? {
+            match store::get_doc(&stored, id)? {
                 Some(d) => out.push((id, d)),
                 None => orphans.push(id),
             }
