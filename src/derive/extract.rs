@@ -7,7 +7,7 @@
 
 use std::sync::OnceLock;
 
-use regex::Regex;
+use crate::text::pattern::Pattern;
 
 use crate::doc::{DecisionStatus, Role};
 use crate::lexical::tokenize::is_cjk;
@@ -33,7 +33,7 @@ pub struct Turn<'a> {
 
 struct Rule {
     name: &'static str,
-    re: Regex,
+    re: Pattern,
     confidence: f32,
     status: DecisionStatus,
     who: Who,
@@ -56,7 +56,7 @@ fn rules() -> &'static [Rule] {
     R.get_or_init(|| {
         let r = |name, pat: &str, confidence, status, who| Rule {
             name,
-            re: Regex::new(&format!("(?i){pat}")).expect("valid rule"),
+            re: Pattern::new(&format!("(?i){pat}")).expect("valid rule"),
             confidence,
             status,
             who,
@@ -173,7 +173,7 @@ fn narration(s: &str) -> bool {
 /// The assistant narrating its next step in Chinese ("让我改用另一种方法", "我将调用…", "接下来…"):
 /// a step of work, like "let me …".
 fn cjk_narration(s: &str) -> bool {
-    static R: OnceLock<Regex> = OnceLock::new();
+    static R: OnceLock<Pattern> = OnceLock::new();
     R.get_or_init(|| {
         re(r"^(?:好的?[，,]\s*|现在|那么)?(?:我来|我先|我将|我会|我现在|我要|接下来|下面)|让我(?:[^们]|$)")
     })
@@ -181,7 +181,7 @@ fn cjk_narration(s: &str) -> bool {
 }
 
 fn narrated_choice(s: &str) -> bool {
-    static R: OnceLock<Regex> = OnceLock::new();
+    static R: OnceLock<Pattern> = OnceLock::new();
     R.get_or_init(|| re(r"(?i)\binstead\b.*\b(?:since|because|as it|so that)\b")).is_match(s)
 }
 

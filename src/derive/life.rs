@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
-use regex::Regex;
+use crate::text::pattern::Pattern;
 use uuid::Uuid;
 
 use crate::doc::{DecisionStatus, DocBody, Document, FileAction};
@@ -44,15 +44,15 @@ fn answered_question(summary: &str) -> Option<&str> {
 /// The option a decision chose: the word after its choice verb ("Use **chromem** instead of
 /// Qdrant", "switching … to **Vitest**").
 pub fn chosen(summary: &str) -> Option<String> {
-    static NEG: OnceLock<Regex> = OnceLock::new();
-    let neg = NEG.get_or_init(|| Regex::new(r"(?i)\b(?:not|n't|never|avoid)\b").expect("valid"));
+    static NEG: OnceLock<Pattern> = OnceLock::new();
+    let neg = NEG.get_or_init(|| Pattern::new(r"(?i)\b(?:not|n't|never|avoid)\b").expect("valid"));
     // "We should not use X" rules X out; it chooses nothing.
     if neg.is_match(summary) {
         return None;
     }
-    static R: OnceLock<Regex> = OnceLock::new();
+    static R: OnceLock<Pattern> = OnceLock::new();
     let re = R.get_or_init(|| {
-        Regex::new(r"(?i)\b(?:use|go with|switch(?:ing|ed)? (?:back )?to|migrat(?:e|ing) to|adopt|stick with|chose|picked|opted for|settled on|went with|back to|to)\s+([A-Za-z0-9_.+#-]+)")
+        Pattern::new(r"(?i)\b(?:use|go with|switch(?:ing|ed)? (?:back )?to|migrat(?:e|ing) to|adopt|stick with|chose|picked|opted for|settled on|went with|back to|to)\s+([A-Za-z0-9_.+#-]+)")
             .expect("valid")
     });
     re.captures(summary).map(|c| c[1].trim_end_matches('.').to_lowercase())

@@ -16,7 +16,7 @@
 
 use std::sync::OnceLock;
 
-use regex::Regex;
+use crate::text::pattern::Pattern;
 
 use super::sentences::re;
 use crate::doc::Role;
@@ -123,14 +123,14 @@ pub struct InContext<'a> {
     pub sentences: SentenceView,
 }
 
-fn rx(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+fn rx(cell: &'static OnceLock<Pattern>, pattern: &str) -> &'static Pattern {
     cell.get_or_init(|| re(pattern))
 }
 
 macro_rules! detector {
     ($name:ident, $pattern:expr) => {
         fn $name(text: &str) -> bool {
-            static R: OnceLock<Regex> = OnceLock::new();
+            static R: OnceLock<Pattern> = OnceLock::new();
             rx(&R, $pattern).is_match(text)
         }
     };
@@ -194,7 +194,7 @@ detector!(recommended_option, r"(?i)推荐|recommended|推奨|추천");
 
 /// The text without the editor context some clients put before what the user typed.
 fn typed(text: &str) -> &str {
-    static R: OnceLock<Regex> = OnceLock::new();
+    static R: OnceLock<Pattern> = OnceLock::new();
     let r = rx(&R, r"(?s)^\s*(?:<ide_[a-z_]+>.*?</ide_[a-z_]+>\s*)+");
     match r.find(text) {
         Some(m) => text.get(m.end()..).unwrap_or(text),

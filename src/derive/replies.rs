@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use regex::Regex;
+use crate::text::pattern::Pattern;
 
 use super::sentences::{Extracted, REASON_WORDS, alternatives, clause_after, code_re, re, sentences, summarize};
 use crate::doc::DecisionStatus;
@@ -21,7 +21,7 @@ pub(super) fn decided_by_reply(reply: &str, proposal: &str) -> Option<Extracted>
 /// A reply that only says yes, in the languages of the corpus ("yes all of it", "要啊", "ㅇㅇ",
 /// "đồng ý", "はい、お願いします").
 fn affirms(reply: &str) -> bool {
-    static YES: OnceLock<Regex> = OnceLock::new();
+    static YES: OnceLock<Pattern> = OnceLock::new();
     let yes = YES.get_or_init(|| {
         re(r"(?i)^\W*(?:yes|yep|yeah|yup|ok|okay|sure|agreed?|i agree|alright|sounds good|looks good|lgtm|perfect|great|do it|go ahead|go for it|proceed|please do|确认|同意|好的?|可以|行|要啊?|对|是的|嗯|没问题|就这样|はい|お願い|ええ|네|넵|응|ㅇㅇ|좋아|그래|진행|승인|đồng ý|ừ|được|ok nhé)(?:\W|$)")
     });
@@ -38,7 +38,7 @@ fn affirms(reply: &str) -> bool {
 /// — "更新配置文件"; "want me to switch now?" — "switch it"): two Chinese, Japanese or Korean
 /// characters in a row, or a word of four letters or more, that the question holds too.
 fn echoes(reply: &str, question: &str) -> bool {
-    static NO: OnceLock<Regex> = OnceLock::new();
+    static NO: OnceLock<Pattern> = OnceLock::new();
     let r = reply.trim().trim_end_matches(['.', '!', '。', '！']);
     if r.chars().count() > 20 || r.split_whitespace().count() > 4 || r.contains(['?', '？']) {
         return false;
@@ -61,7 +61,7 @@ fn echoes(reply: &str, question: &str) -> bool {
 /// The question that ends a proposal and asks for a go ("Want me to add a keybinding for it?",
 /// "要不要我帮你加上这个？", "진행할까요?", "確認後に実行します"), without its asking words.
 fn proposal_question(proposal: &str) -> Option<(String, String)> {
-    static ASK: OnceLock<Regex> = OnceLock::new();
+    static ASK: OnceLock<Pattern> = OnceLock::new();
     let ask = ASK.get_or_init(|| {
         re(r"(?i)^(?:want me to|do you want me to|would you like me to|should i|shall i|can i|ok to|want to|want all of these|does this (?:approach |plan |sound |look |work |match )|does that (?:sound|work)|sounds? good|do you agree|is this ok|要不要我?|需要我|要我|是否同意|请确认|确认后|同意吗|可以吗|好吗|行吗|.{0,60}(?:할까요|드릴까요|까요\?|しますか|しましょうか|よろしいですか|いいですか|nha\?|không\?))")
     });
@@ -81,7 +81,7 @@ fn proposal_question(proposal: &str) -> Option<(String, String)> {
 /// "Does this approach work for you?", "Want all of these?", "진행할까요?": the question names
 /// nothing; what is approved is in the proposal above it.
 fn generic(full: &str, q: &str) -> bool {
-    static THIS: OnceLock<Regex> = OnceLock::new();
+    static THIS: OnceLock<Pattern> = OnceLock::new();
     let this = THIS.get_or_init(|| {
         re(r"(?i)\b(?:all of (?:these|this|that|them|it)|this (?:approach|plan|direction|split|structure)|these changes)\b|这个方案|这些改动|이 방향|이렇게|この方針|この方向")
     });
@@ -94,7 +94,7 @@ fn generic(full: &str, q: &str) -> bool {
 
 /// Asking to run, ship or clean something is a step of work, not a decision about the work.
 fn only_an_operation(q: &str) -> bool {
-    static OP: OnceLock<Regex> = OnceLock::new();
+    static OP: OnceLock<Pattern> = OnceLock::new();
     OP.get_or_init(|| {
         re(r"(?i)\b(?:push|commit|rebase|run|build|deploy|test|check|verify|continue|restart|clean ?up|delete|scp|merge|retry|start)\b|构建|提交|推送|运行|重启|删除|清理|调用|工具|继续|检查|查看|确认|삭제|정리|푸시|커밋|빌드|재시작|xóa|実行")
     })
@@ -164,8 +164,8 @@ fn approved(reply: &str, proposal: &str) -> Option<Extracted> {
 /// "Yes, go with option 2" after the assistant recommended something: the recommendation is
 /// the decision.
 fn accepted(reply: &str, proposal: &str) -> Option<Extracted> {
-    static APPROVE: OnceLock<Regex> = OnceLock::new();
-    static PROPOSE: OnceLock<Regex> = OnceLock::new();
+    static APPROVE: OnceLock<Pattern> = OnceLock::new();
+    static PROPOSE: OnceLock<Pattern> = OnceLock::new();
     let approve = APPROVE.get_or_init(|| {
         re(r"(?i)^\s*(yes|yep|yeah|ok|okay|sure|agreed|sounds good|looks good|lgtm|perfect|great|do it|go ahead|let'?s do (it|that)|go with (it|that|option \d|the (first|second|third)))\b")
     });
@@ -179,7 +179,7 @@ fn accepted(reply: &str, proposal: &str) -> Option<Extracted> {
     let s = sentences(proposal).into_iter().find(|s| propose.is_match(s))?;
     let reasoning = clause_after(&format!(" {s}"), REASON_WORDS).map(str::to_string);
     Some(Extracted {
-        summary: format!("Accepted proposal: {}", summarize(&propose.replace(&s, "").replace("  ", " "), 0)),
+        summary: format!("Accepted proposal: {}", summarize(&propose.regex().replace(&s, "").replace("  ", " "), 0)),
         content: format!("{s} — {}", reply.trim()),
         alternatives: alternatives(&s),
         reasoning,
@@ -193,7 +193,7 @@ fn accepted(reply: &str, proposal: &str) -> Option<Extracted> {
 /// city?" — "yes, it should detect the location"): the answer names one side.
 fn answered(reply: &str, proposal: &str) -> Option<Extracted> {
     let reply = reply.trim();
-    static UNSURE: OnceLock<Regex> = OnceLock::new();
+    static UNSURE: OnceLock<Pattern> = OnceLock::new();
     if UNSURE
         .get_or_init(|| re(r"(?i)\b(?:don'?t|dont|do not) know\b|\bnot sure\b|\bno idea\b|不知道|모르|わから"))
         .is_match(reply)
@@ -243,7 +243,7 @@ fn answered(reply: &str, proposal: &str) -> Option<Extracted> {
 /// "需要我帮你做安全加固吗？还是保持现状就行？" — "不用": declining the first side of an either/or
 /// question chooses the second. `at` is the question's sentence among `sents`.
 fn declined_first(reply: &str, sents: &[String], at: usize) -> Option<Extracted> {
-    static NO: OnceLock<Regex> = OnceLock::new();
+    static NO: OnceLock<Pattern> = OnceLock::new();
     let no = NO.get_or_init(|| {
         re(r"(?i)^\W*(?:no|nope|nah|no thanks?|no need|不用了?|不需要|不要了?|不必|算了|没必要|아니(?:요)?|아뇨|괜찮아요?|いいえ|大丈夫です|不用谢)\W*$")
     });
@@ -280,9 +280,9 @@ fn declined_first(reply: &str, sents: &[String], at: usize) -> Option<Extracted>
 /// Options the assistant laid out as a list: `(label, text)`, label being the bold letter or
 /// number the item starts with, if any ("- **B** — a dot below the number").
 fn options(proposal: &str) -> Vec<(Option<String>, String)> {
-    static ITEM: OnceLock<Regex> = OnceLock::new();
-    static ROW: OnceLock<Regex> = OnceLock::new();
-    static HEAD: OnceLock<Regex> = OnceLock::new();
+    static ITEM: OnceLock<Pattern> = OnceLock::new();
+    static ROW: OnceLock<Pattern> = OnceLock::new();
+    static HEAD: OnceLock<Pattern> = OnceLock::new();
     let item = ITEM.get_or_init(|| re(r"^\s*(?:[-*•]|(\d+)[.)])\s+(?:\*\*([A-Za-z0-9]{1,2})\*\*\s*[—:–-]\s*)?(.+)$"));
     // A table row labelled by a letter or number: "| B | WCAG 2.1 Level AA - … |".
     let row = ROW.get_or_init(|| re(r"^\s*\|\s*\**([A-Za-z0-9]{1,2})\**\s*\|\s*([^|]+?)\s*\|"));
@@ -290,7 +290,7 @@ fn options(proposal: &str) -> Vec<(Option<String>, String)> {
     let head = HEAD.get_or_init(|| {
         re(r"(?i)^\s*(?:#+\s*)?(?:\*\*)?(?:option|cách|方案|案|방법|옵션)\s*([0-9a-d一二三四])\s*(?:\*\*)?\s*[:：—–-]\s*(.+)$")
     });
-    let text = code_re().replace_all(proposal, "\n");
+    let text = code_re().regex().replace_all(proposal, "\n");
     // Options a heading or a table labels win over list items; among list items, the block
     // nearest the question ("Should I update tasks.md to: 1. … 2. …?") wins over earlier lists.
     let mut labelled = Vec::new();
@@ -338,13 +338,13 @@ fn label(l: &str) -> String {
 /// item), "first option sounds easy" (an ordinal), "slant looks the best" or "I like Mission
 /// Control" (naming something the assistant wrote about).
 fn picked(reply: &str, proposal: &str) -> Option<Extracted> {
-    static ORDINAL: OnceLock<Regex> = OnceLock::new();
-    static PREFER: OnceLock<Regex> = OnceLock::new();
+    static ORDINAL: OnceLock<Pattern> = OnceLock::new();
+    static PREFER: OnceLock<Pattern> = OnceLock::new();
     let reply = reply.trim();
     if reply.split_whitespace().count() > 25 || reply.contains('?') {
         return None;
     }
-    static ASKED: OnceLock<Regex> = OnceLock::new();
+    static ASKED: OnceLock<Pattern> = OnceLock::new();
     let opts = options(proposal);
     let labelled_options =
         opts.iter().any(|(label, _)| label.as_deref().is_some_and(|l| l.chars().all(char::is_alphabetic)));

@@ -9,7 +9,7 @@
 
 use std::sync::OnceLock;
 
-use regex::Regex;
+use crate::text::pattern::Pattern;
 
 use super::sentences::re;
 use crate::lexical::tokenize::is_cjk;
@@ -86,20 +86,20 @@ pub struct SentenceContext {
 
 /// Phrases of one kind, in the languages of the corpus, each a case-insensitive regex.
 struct Lexicon {
-    code: Regex,
-    fix: Regex,
-    contrast: Regex,
-    choice: Regex,
-    future: Regex,
-    first_person: Regex,
-    request: Regex,
-    recommendation: Regex,
-    report: Regex,
-    labelled: Regex,
-    refusal: Regex,
-    affirmation: Regex,
-    imperative: Regex,
-    reason: Regex,
+    code: Pattern,
+    fix: Pattern,
+    contrast: Pattern,
+    choice: Pattern,
+    future: Pattern,
+    first_person: Pattern,
+    request: Pattern,
+    recommendation: Pattern,
+    report: Pattern,
+    labelled: Pattern,
+    refusal: Pattern,
+    affirmation: Pattern,
+    imperative: Pattern,
+    reason: Pattern,
 }
 
 fn lexicon() -> &'static Lexicon {

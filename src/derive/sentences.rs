@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use regex::Regex;
+use crate::text::pattern::Pattern;
 
 use crate::doc::DecisionStatus;
 use crate::text::find_ci;
@@ -28,24 +28,25 @@ pub struct Extracted {
     pub rule: &'static str,
 }
 
-pub(super) fn re(pat: &str) -> Regex {
-    Regex::new(pat).expect("valid")
+/// A pattern of the rules (written here, so always valid).
+pub(super) fn re(pat: &str) -> Pattern {
+    Pattern::new(pat).expect("valid")
 }
 
-pub(super) fn code_re() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
+pub(super) fn code_re() -> &'static Pattern {
+    static R: OnceLock<Pattern> = OnceLock::new();
     // Code blocks, and the assistant's thinking written out in the text (it restates the task).
     R.get_or_init(|| re(r"(?s)```.*?(```|\z)|<thinking>.*?(</thinking>|\z)"))
 }
 
-fn quoted_re() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
+fn quoted_re() -> &'static Pattern {
+    static R: OnceLock<Pattern> = OnceLock::new();
     // Quoted phrases (with a space) are someone else's words: "why we chose this".
     R.get_or_init(|| re(r#""[^"\n]*\s[^"\n]*"|“[^”\n]*\s[^”\n]*”|「[^」\n]{4,}」"#))
 }
 
-fn split_re() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
+fn split_re() -> &'static Pattern {
+    static R: OnceLock<Pattern> = OnceLock::new();
     // Sentence ends (also CJK), and inline bullets that follow a label ("Done:  - a  - b").
     R.get_or_init(|| re(r"[.!?]\s+|[。！？]\s*|:\s+-\s+|\s{2,}-\s+"))
 }
@@ -57,10 +58,10 @@ pub fn sentences(text: &str) -> Vec<String> {
 
 /// Sentences, each with whether it comes from a list item (`- …`, `1. …`).
 pub(super) fn marked_sentences(text: &str) -> Vec<(String, bool)> {
-    static ITEM: OnceLock<Regex> = OnceLock::new();
+    static ITEM: OnceLock<Pattern> = OnceLock::new();
     let item = ITEM.get_or_init(|| re(r"^(?:[-*•]|\d+[.)])\s"));
-    let text = code_re().replace_all(text, "\n");
-    let text = quoted_re().replace_all(&text, " ");
+    let text = code_re().regex().replace_all(text, "\n");
+    let text = quoted_re().regex().replace_all(&text, " ");
     let text = text.replace("**", "").replace("__", "");
     let mut out = Vec::new();
     for line in text.lines() {
@@ -77,7 +78,7 @@ pub(super) fn marked_sentences(text: &str) -> Vec<(String, bool)> {
                 out.push((s.to_string(), is_item));
             }
         };
-        for m in split_re().find_iter(line) {
+        for m in split_re().regex().find_iter(line) {
             // Keep the sentence's own terminator, drop the separator whitespace.
             let end =
                 m.start() + m.as_str().chars().next().map_or(0, |c| if c.is_whitespace() { 0 } else { c.len_utf8() });

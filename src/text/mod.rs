@@ -9,6 +9,7 @@
 pub(crate) mod chunk;
 pub mod enrich;
 pub mod paths;
+pub(crate) mod pattern;
 pub mod scrub;
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.

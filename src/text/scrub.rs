@@ -8,14 +8,16 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use regex::{Captures, Regex};
+use regex::Captures;
+
+use super::pattern::Pattern;
 
 /// Counts of redactions per kind.
 pub type RedactionCounts = BTreeMap<String, usize>;
 
 struct Rule {
     kind: &'static str,
-    re: Regex,
+    re: Pattern,
     /// Capture group holding the secret (0 = whole match); the rest of the match is kept.
     group: usize,
 }
@@ -23,7 +25,7 @@ struct Rule {
 fn rules() -> &'static [Rule] {
     static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
     RULES.get_or_init(|| {
-        let r = |kind, pattern: &str, group| Rule { kind, re: Regex::new(pattern).expect("valid rule"), group };
+        let r = |kind, pattern: &str, group| Rule { kind, re: Pattern::new(pattern).expect("valid rule"), group };
         vec![
             // -----BEGIN RSA PRIVATE KEY----- ... -----END RSA PRIVATE KEY-----
             r(
@@ -146,7 +148,7 @@ pub fn scrub(text: &str) -> (String, RedactionCounts) {
             continue;
         }
         let mut n = 0;
-        let replaced = rule.re.replace_all(&out, |c: &Captures<'_>| {
+        let replaced = rule.re.regex().replace_all(&out, |c: &Captures<'_>| {
             let whole = c.get(0).expect("match");
             let Some(secret) = c.get(rule.group) else { return whole.as_str().to_string() };
             if secret.as_str().starts_with("[REDACTED:") || (rule.group != 0 && placeholder(secret.as_str())) {
