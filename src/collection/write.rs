@@ -112,7 +112,9 @@ impl Collection {
     }
 
     /// Like [`Collection::add`], with the vectors left for [`Collection::embed_pending`]: no
-    /// model runs (indexing's words-first pass).
+    /// model runs (indexing's words-first pass). Written as a session's bulk write is: made
+    /// durable, and its words committed, by the next [`Collection::flush`] (a process killed
+    /// before it loses the batch whole; indexing derives it again).
     pub(crate) fn add_deferred(&self, docs: &[Document]) -> Result<AddReport> {
         let prepared = Prepared { model: self.embedder().model_id().to_string(), chunks: Vec::new(), deferred: true };
         self.commit_prepared(docs, prepared, AddReport::default(), None)
@@ -225,7 +227,9 @@ impl Collection {
             )));
         }
         let deferred = prepared.deferred;
-        let bulk = session.as_ref().is_some_and(|w| w.defer_vectors);
+        // Without vectors, a write waits for the next flush to be durable (a session's words-first
+        // write, or derived documents written after a project's sessions).
+        let bulk = deferred;
         let mut prepared = prepared.chunks.into_iter();
         let mut tx = self.db.begin_write()?;
         if bulk {

@@ -206,21 +206,60 @@ pub fn index_paths_with_progress(
     }
     let total = folders.iter().map(|f| f.sessions.len()).sum();
     let mut done = 0;
+    let mut closing: Option<Closing> = None;
     for folder in &folders {
         // One project that cannot be written (busy, damaged, unreadable) does not stop the others.
         let r = index_folder(index, &tenant, folder, options, &mut report, &mut |session| {
             done += 1;
             progress(Progress { done, total, session });
         });
-        if let Err(e) = r {
-            report.failures.push(Failure { path: folder.dir.clone(), session: None, reason: e.chain() });
+        match r {
+            Ok(Some(written)) => {
+                // The project's commit runs while the next project is read: at most one at a time.
+                if let Some(c) = closing.take() {
+                    c.finish(&mut report);
+                }
+                closing = Some(Closing::start(written, folder.dir.clone()));
+            }
+            Ok(None) => {}
+            Err(e) => report.failures.push(Failure { path: folder.dir.clone(), session: None, reason: e.chain() }),
         }
+    }
+    if let Some(c) = closing.take() {
+        c.finish(&mut report);
     }
     report.collections.sort();
     report.collections.dedup();
     report.elapsed = start.elapsed();
     report.seconds = report.elapsed.as_secs_f64();
     Ok(report)
+}
+
+/// A written project's last commit (its words and derived documents made durable, its lexical
+/// index committed) and its closing, on a thread of their own while the next project is read.
+struct Closing {
+    dir: PathBuf,
+    thread: std::thread::JoinHandle<Result<()>>,
+}
+
+impl Closing {
+    fn start(coll: std::sync::Arc<Collection>, dir: PathBuf) -> Self {
+        let thread = std::thread::spawn(move || {
+            coll.touch_indexed_at(chrono::Utc::now())?;
+            coll.flush()
+        });
+        Self { dir, thread }
+    }
+
+    /// Waits for it; a failure is the project's, in the report.
+    fn finish(self, report: &mut IndexReport) {
+        let reason = match self.thread.join() {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.chain(),
+            Err(_) => "the project's last commit stopped unexpectedly (a bug: please report it)".to_string(),
+        };
+        report.failures.push(Failure { path: self.dir, session: None, reason });
+    }
 }
 
 /// The existing collection of `folder`'s project (any tenant), without creating one.
@@ -271,6 +310,8 @@ pub(crate) fn collection_for_path(
     }
 }
 
+/// Indexes one project folder's sessions; returns the collection written, whose last commit
+/// ([`Closing`]) is the caller's (none for a dry run, or when nothing was written).
 fn index_folder(
     index: &Index,
     tenant: &str,
@@ -278,7 +319,7 @@ fn index_folder(
     options: &IndexOptions,
     report: &mut IndexReport,
     tick: &mut dyn FnMut(&str),
-) -> Result<()> {
+) -> Result<Option<std::sync::Arc<Collection>>> {
     let mut sessions: Vec<&SessionFiles> = Vec::new();
     for s in &folder.sessions {
         let excluded =
@@ -294,7 +335,7 @@ fn index_folder(
         }
     }
     if sessions.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     // Newest first: the vectors a words-first run leaves pending are embedded in the order the
     // documents were stored, so the last weeks become searchable by meaning first.
@@ -314,7 +355,7 @@ fn index_folder(
                 for s in sessions {
                     report.session_files(s, FileOutcome::WouldIndex, None);
                 }
-                return Ok(());
+                return Ok(None);
             }
         }
     } else {
@@ -346,13 +387,13 @@ fn index_folder(
                 for r in rest {
                     report.session_files(r, FileOutcome::Failed, Some(&why));
                 }
-                return Ok(());
+                return Ok(None);
             }
         }
         tick(&s.id);
     }
     if options.dry_run {
-        return Ok(());
+        return Ok(None);
     }
     let changed = crate::derive::life::relink(
         coll.documents_of_kind(DocKind::Summary)?,
@@ -363,9 +404,7 @@ fn index_folder(
     } else if !changed.is_empty() {
         coll.add(&changed)?;
     }
-    coll.touch_indexed_at(chrono::Utc::now())?;
-    coll.flush()?;
-    Ok(())
+    Ok(Some(coll))
 }
 
 fn index_session(
