@@ -7,7 +7,7 @@ use redb::ReadableDatabase;
 use super::Collection;
 use crate::doc::DocKind;
 use crate::embed::Embedder;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lexical::{Glossary, Languages};
 
 /// The vectors semantic search asks with; a document scores the better of its cosines with them,
@@ -86,29 +86,20 @@ impl Collection {
         // The message count and, when it changed, the sample: one read transaction.
         let read = |cached: Option<(u64, Languages)>| -> Result<(u64, Languages)> {
             let tx = self.db.begin_read()?;
-            let idx = tx.open_multimap_table(crate::store::tables::IDX_KIND)?;
-            let ids = idx.get(DocKind::Message.code())?;
-            let total = ids.len();
+            let total = tx.open_multimap_table(crate::store::tables::IDX_KIND)?.get(DocKind::Message.code())?.len();
             if let Some((n, held)) = cached
                 && n == total
             {
                 return Ok((n, held));
             }
-            let docs = tx.open_table(crate::store::tables::DOCS)?;
-            let mut held = [false; 4];
-            let step = total.div_ceil(LANGUAGE_SAMPLE).max(1);
-            let (mut read, mut counts) = (0_u64, [0_u64; 4]);
-            for id in ids.step_by(step as usize) {
-                let Some(doc) = crate::store::get_doc(&docs, id?.value())? else { continue };
-                read += 1;
-                for (c, l) in counts.iter_mut().zip(crate::lexical::cjk_languages(&doc.content)) {
-                    *c += u64::from(l);
-                }
+            // Recorded by the indexer for this many messages: a new process need not sample.
+            let meta = tx.open_table(crate::store::tables::META)?;
+            if let Some((n, held)) = crate::store::meta::read_languages(&meta)?
+                && n == total
+            {
+                return Ok((n, held));
             }
-            for (h, c) in held.iter_mut().zip(counts) {
-                *h = read > 0 && c as f64 >= LANGUAGE_SHARE * read as f64;
-            }
-            Ok((total, held))
+            sample_languages(&tx)
         };
         match read(*cached) {
             Ok(r) => {
@@ -118,6 +109,52 @@ impl Collection {
             Err(_) => [false; 4],
         }
     }
+
+    /// Reads the collection's languages from a fresh sample of its messages and records them in
+    /// the store with the number of messages, when that is not what it holds already (the
+    /// indexer, after a project's sessions; durable with the next flush). A later process
+    /// answers from the record while the number of messages is the same.
+    pub(crate) fn record_languages(&self) -> Result<()> {
+        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let (found, recorded) = {
+            let tx = self.db.begin_read()?;
+            let meta = tx.open_table(crate::store::tables::META)?;
+            (sample_languages(&tx)?, crate::store::meta::read_languages(&meta)?)
+        };
+        *self.languages.lock().unwrap_or_else(|p| p.into_inner()) = Some(found);
+        if recorded == Some(found) {
+            return Ok(());
+        }
+        let mut tx = self.db.begin_write()?;
+        tx.set_durability(redb::Durability::None).map_err(|e| Error::Storage(e.into()))?;
+        crate::store::meta::write_languages(&tx, found.0, found.1)?;
+        tx.commit()?;
+        self.store_unsynced.store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// The number of messages in the store read by `tx`, and the languages of up to
+/// [`LANGUAGE_SAMPLE`] of them spread evenly over them all.
+fn sample_languages(tx: &redb::ReadTransaction) -> Result<(u64, Languages)> {
+    let idx = tx.open_multimap_table(crate::store::tables::IDX_KIND)?;
+    let ids = idx.get(DocKind::Message.code())?;
+    let total = ids.len();
+    let docs = tx.open_table(crate::store::tables::DOCS)?;
+    let mut held = [false; 4];
+    let step = total.div_ceil(LANGUAGE_SAMPLE).max(1);
+    let (mut read, mut counts) = (0_u64, [0_u64; 4]);
+    for id in ids.step_by(step as usize) {
+        let Some(doc) = crate::store::get_doc(&docs, id?.value())? else { continue };
+        read += 1;
+        for (c, l) in counts.iter_mut().zip(crate::lexical::cjk_languages(&doc.content)) {
+            *c += u64::from(l);
+        }
+    }
+    for (h, c) in held.iter_mut().zip(counts) {
+        *h = read > 0 && c as f64 >= LANGUAGE_SHARE * read as f64;
+    }
+    Ok((total, held))
 }
 
 #[cfg(test)]
@@ -228,6 +265,39 @@ mod tests {
         let mixed = index.collection("local", "日本語と한국어").unwrap();
         mixed.add(&[message(0, "データベースを移行する"), message(1, "데이터베이스 이전")]).unwrap();
         assert_eq!(mixed.languages(), [false, false, true, true]);
+    }
+
+    /// The indexer records a collection's languages with its number of messages; a new open
+    /// (another process) answers from the record while that number holds (a record planted
+    /// here, which no sample would give, tells the two apart), and samples again once it changed.
+    #[test]
+    fn a_recorded_reading_of_the_languages_serves_a_new_open_until_the_messages_change() {
+        use crate::store::meta::{read_languages, write_languages};
+        use crate::store::tables::META;
+        let recorded = |coll: &Collection| {
+            let tx = coll.db.begin_read().unwrap();
+            read_languages(&tx.open_table(META).unwrap()).unwrap()
+        };
+        let (zh, ko) = ([false, true, false, false], [false, false, false, true]);
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let index = index(dir.path());
+            let coll = index.collection("local", "zh").unwrap();
+            coll.add(&(0..5).map(|i| message(i, "数据库迁移到新的分支")).collect::<Vec<_>>()).unwrap();
+            assert_eq!(recorded(&coll), None, "nothing recorded before the indexer records it");
+            coll.record_languages().unwrap();
+            assert_eq!(recorded(&coll), Some((5, zh)));
+            let tx = coll.db.begin_write().unwrap();
+            write_languages(&tx, 5, ko).unwrap();
+            tx.commit().unwrap();
+        }
+        let index = index(dir.path());
+        let coll = index.collection("local", "zh").unwrap();
+        assert_eq!(coll.languages(), ko, "read from the record, not sampled");
+        coll.add(&[message(5, "数据库迁移到新的分支")]).unwrap();
+        assert_eq!(coll.languages(), zh, "sampled again once the messages changed");
+        coll.record_languages().unwrap();
+        assert_eq!(recorded(&coll), Some((6, zh)));
     }
 
     /// Over a collection written partly in Chinese, an English question's glossed vector can

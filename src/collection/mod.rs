@@ -137,7 +137,8 @@ pub struct Collection {
     lexical_opened: LexicalIndexState,
     /// The store generation of bulk writes staged in the lexical index and not committed yet.
     lexical_staged: Mutex<Option<u64>>,
-    /// Bulk writes were committed without syncing (see [`write::SessionWrite`]).
+    /// Bulk writes were committed without syncing (see [`write::SessionWrite`] and
+    /// [`Collection::add_deferred`]); the next flush syncs them.
     store_unsynced: AtomicBool,
     /// The Chinese, Japanese and Korean its messages are written in, and how many messages it
     /// held when that was read ([`Collection::languages`]).

@@ -236,27 +236,41 @@ pub fn index_paths_with_progress(
 }
 
 /// A written project's last commit (its words and derived documents made durable, its lexical
-/// index committed) and its closing, on a thread of their own while the next project is read.
+/// index committed), on a thread of its own while the next project is read. The collection
+/// stays open here until [`Closing::finish`], and is closed there: a next folder of the same
+/// project gets this same open collection instead of waiting for its lock.
 struct Closing {
     dir: PathBuf,
+    coll: std::sync::Arc<Collection>,
     thread: std::thread::JoinHandle<Result<()>>,
 }
 
 impl Closing {
     fn start(coll: std::sync::Arc<Collection>, dir: PathBuf) -> Self {
+        let writing = coll.clone();
         let thread = std::thread::spawn(move || {
-            coll.touch_indexed_at(chrono::Utc::now())?;
-            coll.flush()
+            writing.record_languages()?;
+            writing.touch_indexed_at(chrono::Utc::now())?;
+            writing.flush()
         });
-        Self { dir, thread }
+        Self { dir, coll, thread }
     }
 
-    /// Waits for it; a failure is the project's, in the report.
+    /// Waits for it, then closes the collection; a failure is the project's, in the report.
     fn finish(self, report: &mut IndexReport) {
-        let reason = match self.thread.join() {
+        let joined = self.thread.join();
+        drop(self.coll);
+        let reason = match joined {
             Ok(Ok(())) => return,
             Ok(Err(e)) => e.chain(),
-            Err(_) => "the project's last commit stopped unexpectedly (a bug: please report it)".to_string(),
+            Err(p) => {
+                let why =
+                    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+                format!(
+                    "the project's last commit stopped unexpectedly ({}; a bug: please report it)",
+                    why.unwrap_or_default()
+                )
+            }
         };
         report.failures.push(Failure { path: self.dir, session: None, reason });
     }
@@ -310,8 +324,9 @@ pub(crate) fn collection_for_path(
     }
 }
 
-/// Indexes one project folder's sessions; returns the collection written, whose last commit
-/// ([`Closing`]) is the caller's (none for a dry run, or when nothing was written).
+/// Indexes one project folder's sessions; returns the project's collection, whose last commit
+/// ([`Closing`]) is the caller's: none for a dry run, a folder with nothing to index, or after a
+/// session failed so that the rest were not tried (the collection is then closed here).
 fn index_folder(
     index: &Index,
     tenant: &str,

@@ -41,6 +41,29 @@ pub const STORE_ID_FILE: &str = "store.id";
 /// answers (`indexer::import::refresh_answering`); older versions ignore it.
 const META_IMPORTS_ANSWERING: &str = "imports_answering";
 
+/// The Chinese, Japanese and Korean a collection's messages were last found written in, with
+/// the number of messages then: the count (u64 LE), then a byte (0 or 1) per language, English
+/// first. Kept by the indexer so that a new process does not sample the messages again; older
+/// versions ignore it.
+const META_LANGUAGES: &str = "languages";
+
+/// What [`write_languages`] recorded: the message count then, and the languages.
+pub(crate) fn read_languages(t: &impl ReadableTable<&'static str, &'static [u8]>) -> Result<Option<(u64, [bool; 4])>> {
+    let Some(v) = t.get(META_LANGUAGES)? else { return Ok(None) };
+    let v = v.value();
+    let (Some(count), Some(flags)) = (v.get(..8), v.get(8..12)) else { return Ok(None) };
+    let count = u64::from_le_bytes(count.try_into().expect("8 bytes"));
+    Ok(Some((count, [flags[0] == 1, flags[1] == 1, flags[2] == 1, flags[3] == 1])))
+}
+
+/// Records, in `tx`, the languages of a collection of `count` messages.
+pub(crate) fn write_languages(tx: &WriteTransaction, count: u64, held: [bool; 4]) -> Result<()> {
+    let mut v = count.to_le_bytes().to_vec();
+    v.extend(held.map(u8::from));
+    tx.open_table(META)?.insert(META_LANGUAGES, v.as_slice())?;
+    Ok(())
+}
+
 /// The collection metadata stored in `db`.
 pub(crate) fn read_meta(db: &impl ReadableDatabase) -> Result<CollectionMeta> {
     let tx = db.begin_read()?;
