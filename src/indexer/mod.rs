@@ -263,14 +263,10 @@ impl Closing {
         let reason = match joined {
             Ok(Ok(())) => return,
             Ok(Err(e)) => e.chain(),
-            Err(p) => {
-                let why =
-                    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
-                format!(
-                    "the project's last commit stopped unexpectedly ({}; a bug: please report it)",
-                    why.unwrap_or_default()
-                )
-            }
+            Err(p) => format!(
+                "the project's last commit stopped unexpectedly ({}; a bug: please report it)",
+                crate::store::seal::panic_text(p.as_ref()).unwrap_or_default()
+            ),
         };
         report.failures.push(Failure { path: self.dir, session: None, reason });
     }

@@ -90,10 +90,12 @@ fn fingerprint(dir: &Path) -> String {
 
 /// The message of a caught panic.
 pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "the storage engine failed on damaged data".into())
+    panic_text(p).unwrap_or_else(|| "the storage engine failed on damaged data".into())
+}
+
+/// A panic's message, when it carries text.
+pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> Option<String> {
+    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned())
 }
 
 #[cfg(test)]
