@@ -16,7 +16,8 @@
 //!    texts, peak RSS, disk per message, and cold CLI searches (p50) at the end; then the same
 //!    history indexed by `convdex index` as a child process (the command a user runs: its wall
 //!    time and its own peak RSS, which the bench process's, holding its own state, is not).
-//!    `CONVDEX_BENCH_SCALE_CLI=off` skips the child run.
+//!    `CONVDEX_BENCH_SCALE_CLI=off` skips the child run. `CONVDEX_BENCH_SCALE_KEEP=DIR` keeps each
+//!    size's data dir as `DIR/<n>x` (for timing searches on it afterwards, e.g. two builds in turns).
 //!
 //! Run: `cargo bench --bench ingest` (needs `../shared/data/transcripts` and `make models`).
 //! `CONVDEX_BENCH_PARTS=phases,memory,scale` picks parts; `CONVDEX_BENCH_MEMORY=potion-base-8m:1,4,8;multilingual-e5-small:1`
@@ -241,7 +242,15 @@ fn scale(base: &Path, roots: &[PathBuf]) {
             let r = common::convdex(data.path(), &["search", "--json", "which database did we choose and why"]);
             hyb.push(r.wall);
         }
-        drop(data);
+        if let Ok(keep) = std::env::var("CONVDEX_BENCH_SCALE_KEEP") {
+            let to = Path::new(&keep).join(format!("{n}x"));
+            let _ = std::fs::remove_dir_all(&to);
+            std::fs::create_dir_all(&keep).unwrap();
+            std::fs::rename(data.keep(), &to).unwrap();
+            eprintln!("kept the {n}x data dir as {}", to.display());
+        } else {
+            drop(data);
+        }
         let child = if cli {
             let (wall, _, peak, _) = run_cli("multilingual-e5-small", &all);
             format!("{wall:.0} s, {peak:.0} MB")

@@ -81,6 +81,7 @@ mod index;
 mod indexer;
 pub mod ingest;
 pub mod lexical;
+mod mapped;
 pub mod models;
 mod search;
 pub mod setup;

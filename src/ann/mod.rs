@@ -1,5 +1,5 @@
-//! The approximate-nearest-neighbour index: an hnsw_rs graph plus a contiguous copy of the
-//! vectors for exact scans.
+//! The approximate-nearest-neighbour index: an hnsw_rs graph plus the vectors, row after row,
+//! for exact scans ([`arena`]: a persisted file's rows where they lie, then the rows added).
 //!
 //! Ids: a vector's id is a [`VectorId`] (document and chunk in one `u64`, hnsw_rs's `DataId`), so
 //! a filter on documents needs no lookup table. hnsw_rs cannot delete: deleted documents
@@ -14,6 +14,7 @@ use hnsw_rs::prelude::{Distance, FilterT, Hnsw};
 use crate::ids::{DocSet, VectorId};
 use crate::vector::dot;
 
+mod arena;
 mod persist;
 
 /// Cosine distance on unit vectors, `1 - a·b` clamped at 0. (hnsw_rs's `DistDot` asserts a
@@ -68,7 +69,7 @@ pub(crate) struct Ann {
     pending: Vec<u64>,
     params: HnswParams,
     dim: usize,
-    arena: Vec<f32>,
+    arena: arena::Arena,
     rows: BTreeMap<u64, u32>,
     /// `row_ids[row]` is the data id stored in arena row `row`.
     row_ids: Vec<u64>,
@@ -85,7 +86,7 @@ impl Ann {
             pending: Vec::new(),
             params,
             dim,
-            arena: Vec::new(),
+            arena: arena::Arena::default(),
             rows: BTreeMap::new(),
             row_ids: Vec::new(),
             tombstones: HashSet::new(),
@@ -205,7 +206,7 @@ impl Ann {
             items.iter().filter(|(id, v)| v.len() == self.dim && !self.rows.contains_key(&id.raw())).copied().collect();
         for (id, v) in &items {
             let row = (self.arena.len() / self.dim) as u32;
-            self.arena.extend_from_slice(v);
+            self.arena.push(v);
             self.rows.insert(id.raw(), row);
             self.row_ids.push(id.raw());
             self.tombstones.remove(&id.doc());
@@ -221,8 +222,7 @@ impl Ann {
     }
 
     fn vector(&self, row: u32) -> &[f32] {
-        let start = row as usize * self.dim;
-        &self.arena[start..start + self.dim]
+        self.arena.row(row as usize, self.dim)
     }
 
     /// The query's cosine against an even sample of at most `n` live vectors (the same sample
@@ -295,7 +295,7 @@ impl Ann {
                     }
                 }
             }
-            // Many: one pass over the contiguous arena, in parallel blocks.
+            // Many: one pass over the arena, in parallel blocks.
             keep => {
                 use rayon::prelude::*;
                 const BLOCK: usize = 4096;
@@ -540,6 +540,54 @@ mod tests {
         assert!(!gdir.join("graph.added").exists());
         let (d, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
         assert!(d.pending.is_empty() && d.points() == 400);
+    }
+
+    #[test]
+    fn a_loaded_dump_is_scanned_where_it_lies_outlives_a_newer_dump_and_refuses_a_flipped_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let gdir = dir.path().join("벡터 vectors");
+        let v = vecs(400, 16, 4);
+        let items = |r: std::ops::Range<usize>| -> Vec<(VectorId, &[f32])> {
+            r.map(|i| (VectorId::new(i as u64 + 1, 0), &v[i][..])).collect()
+        };
+        let mut all = Ann::new(16, HnswParams::default(), 400);
+        all.insert(&items(0..400));
+        let mut first = Ann::new(16, HnswParams::default(), 300);
+        first.insert(&items(0..300));
+        first.dump(&gdir, 1, "m1").unwrap();
+
+        // A reader loads the dump and adds rows of its own after the file's.
+        let (mut reader, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
+        #[cfg(all(unix, target_endian = "little"))]
+        assert_eq!(reader.arena.rows_from(0, 16)[0].len(), 300 * 16, "the file's rows are mapped, not copied");
+        reader.insert(&items(300..400));
+        // Another writer swaps a newer dump in place of the one the reader holds.
+        let (mut writer, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
+        writer.tombstone(4);
+        writer.dump(&gdir, 2, "m1").unwrap();
+        assert!(!dir.path().join("벡터 vectors.old").exists(), "the old dump is gone from disk");
+        // The reader answers as an index built in memory does, from both kinds of rows.
+        for i in [3usize, 150, 299, 300, 399] {
+            assert_eq!(reader.search_exact(&v[i], None, 0, 5), all.search_exact(&v[i], None, 0, 5), "vector {i}");
+            assert_eq!(reader.vector(i as u32), &v[i][..]);
+        }
+        // Dumped whole (its links read), the rows of both pieces are written in order.
+        reader.poll(true);
+        reader.dump(&gdir, 3, "m1").unwrap();
+        let (again, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
+        assert_eq!(again.points(), 400);
+        for i in [0usize, 299, 300, 399] {
+            assert_eq!(again.vector(again.rows[&VectorId::new(i as u64 + 1, 0).raw()]), &v[i][..]);
+        }
+        drop(again);
+        // One flipped bit of a vector: the checksum refuses the dump, mapped or read.
+        let path = gdir.join("graph.vectors");
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.len() - 7;
+        bytes[at] ^= 0x10;
+        std::fs::write(&path, &bytes).unwrap();
+        let refused = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0");
+        assert!(matches!(refused, Err(LoadFailure::Corrupt(why)) if why.contains("checksum")));
     }
 
     #[test]

@@ -97,7 +97,13 @@ impl Ann {
                         let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
                         files.push((f.to_string(), bytes.len() as u64, xxhash_rust::xxh3::xxh3_64(&bytes)));
                     }
-                    files.push(write_vectors(&tmp, VECTORS_FILE, self.dim, &self.row_ids, &self.arena)?);
+                    files.push(write_vectors(
+                        &tmp,
+                        VECTORS_FILE,
+                        self.dim,
+                        &self.row_ids,
+                        self.arena.rows_from(0, self.dim),
+                    )?);
                 }
                 (None, Some(links)) => {
                     for entry in &links.files {
@@ -106,8 +112,8 @@ impl Ann {
                     }
                     let base = links.base_rows;
                     if base < self.row_ids.len() {
-                        let arena = &self.arena[base * self.dim..];
-                        files.push(write_vectors(&tmp, ADDED_FILE, self.dim, &self.row_ids[base..], arena)?);
+                        let rows = self.arena.rows_from(base, self.dim);
+                        files.push(write_vectors(&tmp, ADDED_FILE, self.dim, &self.row_ids[base..], rows)?);
                         format = DUMP_FORMAT_ADDED;
                     }
                 }
@@ -226,46 +232,89 @@ impl Ann {
 
     /// Appends the rows of a vectors file (magic, dim u32 LE, count u64 LE, the ids u64 LE,
     /// then the vectors f32 LE) to the arena, checking its length and xxh3 against its
-    /// manifest entry. The file is read straight into the arena a megabyte at a time, each
-    /// piece hashed while it is in cache: one copy of the vectors, no second buffer. `Err(None)`
-    /// when the file is missing; on any other error the dump is refused as a whole.
-    fn read_vectors(&mut self, path: &Path, (name, len, hash): &FileEntry) -> std::result::Result<(), Option<String>> {
-        use zerocopy::IntoBytes;
+    /// manifest entry. The first file is mapped where the platform allows ([`arena`]): its
+    /// checksum is computed over the map, and its rows are scanned where they lie. Otherwise
+    /// the file is read straight into the arena a megabyte at a time, each piece hashed while
+    /// it is in cache: one copy of the vectors, no second buffer. `Err(None)` when the file is
+    /// missing; on any other error the dump is refused as a whole.
+    ///
+    /// [`arena`]: super::arena
+    fn read_vectors(&mut self, path: &Path, entry: &FileEntry) -> std::result::Result<(), Option<String>> {
+        let (name, len, _) = entry;
         let mut file = match std::fs::File::open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(None),
             Err(e) => return Err(Some(format!("{name}: {e}"))),
         };
-        let damaged = || Some(format!("{name}: size or checksum differs from manifest"));
         let size = file.metadata().map_err(|e| Some(format!("{name}: {e}")))?.len();
         if size != *len {
-            return Err(damaged());
+            return Err(damaged(name));
+        }
+        #[cfg(all(unix, target_endian = "little"))]
+        if let Some(map) = self.arena.map(&file, size) {
+            return self.take_mapped(map, entry);
         }
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        let mut header = [0u8; 20];
-        read_hashed(&mut file, &mut header, &mut hasher).map_err(|_| damaged())?;
+        let mut header = [0u8; HEADER];
+        read_hashed(&mut file, &mut header, &mut hasher).map_err(|_| damaged(name))?;
+        let n = self.check_header(name, &header, size)?;
+        let mut ids = vec![0u64; n];
+        read_hashed(&mut file, zerocopy::IntoBytes::as_mut_bytes(&mut ids[..]), &mut hasher)
+            .map_err(|_| damaged(name))?;
+        let rows = self.arena.grow(n * self.dim);
+        read_hashed(&mut file, zerocopy::IntoBytes::as_mut_bytes(&mut rows[..]), &mut hasher)
+            .map_err(|_| damaged(name))?;
+        // The file is little-endian; on a little-endian machine this is a no-op.
+        for x in rows.iter_mut() {
+            *x = f32::from_bits(u32::from_le(x.to_bits()));
+        }
+        if hasher.digest() != entry.2 {
+            return Err(damaged(name));
+        }
+        self.take_ids(name, ids.into_iter().map(u64::from_le))
+    }
+
+    /// [`Ann::read_vectors`] over a mapped file: verified whole, then its rows kept where they
+    /// lie.
+    #[cfg(all(unix, target_endian = "little"))]
+    fn take_mapped(
+        &mut self,
+        map: memmap2::Mmap,
+        (name, _, hash): &FileEntry,
+    ) -> std::result::Result<(), Option<String>> {
+        if xxhash_rust::xxh3::xxh3_64(&map) != *hash {
+            return Err(damaged(name));
+        }
+        let header: [u8; HEADER] = map.get(..HEADER).and_then(|h| h.try_into().ok()).ok_or_else(|| damaged(name))?;
+        let n = self.check_header(name, &header, map.len() as u64)?;
+        let ids: Vec<u64> = map[HEADER..HEADER + n * 8]
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .collect();
+        if !self.arena.keep_mapped(map, HEADER + n * 8, n * self.dim) {
+            return Err(Some(format!("{name}: its vectors cannot be read in place")));
+        }
+        self.take_ids(name, ids.into_iter())
+    }
+
+    /// Checks a vectors file's header against the index and the file's size; returns how many
+    /// rows it holds.
+    fn check_header(&self, name: &str, header: &[u8; HEADER], size: u64) -> std::result::Result<usize, Option<String>> {
         if &header[..8] != VECTORS_MAGIC {
             return Err(Some(format!("{name}: bad header")));
         }
         let dim = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as usize;
         let n = u64::from_le_bytes(header[12..20].try_into().expect("8 bytes")) as usize;
-        let expected = n.checked_mul(8 + dim * 4).and_then(|x| x.checked_add(header.len()));
+        let expected = n.checked_mul(8 + dim * 4).and_then(|x| x.checked_add(HEADER));
         if dim != self.dim || expected != usize::try_from(size).ok() {
             return Err(Some(format!("{name}: size differs from its header")));
         }
-        let mut ids = vec![0u64; n];
-        read_hashed(&mut file, ids.as_mut_bytes(), &mut hasher).map_err(|_| damaged())?;
-        let start = self.arena.len();
-        self.arena.resize(start + n * dim, 0.0);
-        read_hashed(&mut file, self.arena[start..].as_mut_bytes(), &mut hasher).map_err(|_| damaged())?;
-        if hasher.digest() != *hash {
-            return Err(damaged());
-        }
-        // The file is little-endian; on a little-endian machine this is a no-op.
-        for x in &mut self.arena[start..] {
-            *x = f32::from_bits(u32::from_le(x.to_bits()));
-        }
-        for id in ids.into_iter().map(u64::from_le) {
+        Ok(n)
+    }
+
+    /// Records the ids of rows just appended to the arena, in order.
+    fn take_ids(&mut self, name: &str, ids: impl Iterator<Item = u64>) -> std::result::Result<(), Option<String>> {
+        for id in ids {
             if self.rows.insert(id, self.row_ids.len() as u32).is_some() {
                 return Err(Some(format!("{name}: vector {id} appears twice")));
             }
@@ -273,6 +322,14 @@ impl Ann {
         }
         Ok(())
     }
+}
+
+/// A vectors file's header: magic (8 bytes), dim (u32), count (u64).
+const HEADER: usize = 20;
+
+/// Why a file whose bytes disagree with its manifest entry is refused.
+fn damaged(name: &str) -> Option<String> {
+    Some(format!("{name}: size or checksum differs from manifest"))
 }
 
 /// Fills `buf` from `file` a megabyte at a time, hashing each piece as it arrives.
@@ -329,9 +386,9 @@ fn read_verified(path: &Path, (name, len, hash): &FileEntry) -> std::result::Res
     Ok(data)
 }
 
-/// Writes `ids` and their rows of `arena` as a vectors file in `dir`; returns its manifest
-/// entry.
-fn write_vectors(dir: &Path, name: &str, dim: usize, ids: &[u64], arena: &[f32]) -> Result<FileEntry> {
+/// Writes `ids` and their rows (`rows`, in pieces) as a vectors file in `dir`; returns its
+/// manifest entry.
+fn write_vectors(dir: &Path, name: &str, dim: usize, ids: &[u64], rows: [&[f32]; 2]) -> Result<FileEntry> {
     let mut out = Vec::with_capacity(20 + ids.len() * (8 + 4 * dim));
     out.extend_from_slice(VECTORS_MAGIC);
     out.extend_from_slice(&(dim as u32).to_le_bytes());
@@ -339,7 +396,7 @@ fn write_vectors(dir: &Path, name: &str, dim: usize, ids: &[u64], arena: &[f32])
     for id in ids {
         out.extend_from_slice(&id.to_le_bytes());
     }
-    for x in arena {
+    for x in rows.into_iter().flatten() {
         out.extend_from_slice(&x.to_le_bytes());
     }
     write_synced(&dir.join(name), &out)?;

@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::mapped::FileBytes;
+
 /// A kind of derived file: its name in the model's directory and its first bytes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Derived {
@@ -110,11 +112,11 @@ impl Derived {
         dir.join(self.name)
     }
 
-    /// The derived file of `key` in `dir`, as the file's bytes and where the derived bytes
-    /// start in them; `None` when there is none, or it is for another key or damaged (it is
-    /// then removed).
-    pub(crate) fn read(self, dir: &Path, key: &Key) -> Option<(Vec<u8>, usize)> {
-        let bytes = std::fs::read(self.path(dir)).ok()?;
+    /// The derived file of `key` in `dir`, as the file's bytes (mapped where the platform
+    /// allows: [`crate::mapped`]) and where the derived bytes start in them; `None` when there
+    /// is none, or it is for another key or damaged (it is then removed).
+    pub(crate) fn read(self, dir: &Path, key: &Key) -> Option<(FileBytes, usize)> {
+        let bytes = crate::mapped::read(&self.path(dir)).ok()?;
         let found = self.parse(&bytes).filter(|(header, start)| {
             header.key == *key
                 && bytes.len().checked_sub(*start) == usize::try_from(header.len).ok()

@@ -31,11 +31,13 @@ const OUTPUTS: [&str; 3] = ["text_embeds", "last_hidden_state", "sentence_embedd
 /// The session over a model file ONNX Runtime saved in its own format, holding the file's
 /// bytes: with `session.use_ort_model_bytes_directly` ONNX Runtime reads the weights where they
 /// lie instead of copying them (a third of the time to start the session, measured in
-/// `benches/embed`, part `load`), so the bytes must outlive the session.
+/// `benches/embed`, part `load`), so the bytes must outlive the session. On Unix they are the
+/// file mapped ([`crate::mapped`]): the weights are the page cache's pages, shared by every
+/// process that runs the model.
 mod held {
     self_cell::self_cell!(
         pub(crate) struct OrtBytesSession {
-            owner: Vec<u8>,
+            owner: crate::mapped::FileBytes,
             #[covariant]
             dependent: InMemory,
         }
@@ -104,7 +106,11 @@ impl OnnxModel {
 
     /// A session over a graph ONNX Runtime saved in its own format and already optimised
     /// (`bytes[start..]`), read in place.
-    pub(crate) fn load_ort(settings: SessionSettings<'_>, bytes: Vec<u8>, start: usize) -> Result<OnnxModel, String> {
+    pub(crate) fn load_ort(
+        settings: SessionSettings<'_>,
+        bytes: crate::mapped::FileBytes,
+        start: usize,
+    ) -> Result<OnnxModel, String> {
         let mut builder = settings.builder(GraphOptimizationLevel::Disable)?;
         let session = OrtBytesSession::try_new(bytes, |b| {
             builder.commit_from_memory_directly(b.get(start..).unwrap_or_default()).map_err(|e| e.to_string())
