@@ -1,13 +1,14 @@
 //! The team store (PostgreSQL 16.2 with pgvector 0.6.2, PyPI's `pgserver`) beside the embedded
-//! store on the same documents: one project of 10k and 100k documents (384 dims, seeded
-//! clustered vectors and Zipf-distributed words as `benches/search.rs`; the hash embedder, whose
-//! query embedding costs microseconds, so the times are the stores'), pushed with
-//! `TeamStore::push` (documents, words and vectors; the HNSW index grows as rows arrive), then
-//! the same text questions asked of both stores by meaning, by words and both: push throughput,
+//! store on the same documents: 10k and 100k documents in one project, or a million in ten
+//! projects of 100k (384 dims, seeded clustered vectors and Zipf-distributed words as
+//! `benches/search.rs`; the hash embedder, whose query embedding costs microseconds, so the
+//! times are the stores'), pushed with `TeamStore::push` (documents, words and vectors; a first
+//! push of a project loads its rows, then builds its HNSW index), then the same text questions
+//! asked of both stores, across every project, by meaning, by words and both: push throughput,
 //! bytes per document in each store, search p50 and p95 and their ratio.
 //!
 //! Run: `cargo bench --bench team` (prints a markdown table). `CONVDEX_BENCH_SIZES=10000`
-//! limits the sizes; `CONVDEX_TEAM_URL` asks a running server instead of starting one (its
+//! picks the sizes (`1000000`: about half an hour on 2 cores); `CONVDEX_TEAM_URL` asks a running server instead of starting one (its
 //! `cdx_bench` schema is dropped before and after).
 
 mod common;
@@ -27,6 +28,8 @@ use pgserver::Postgres;
 const SEED: u64 = 0x7EA3_2026;
 const DIM: usize = 384;
 const QUERIES: usize = 50;
+/// Documents per project: a larger size is split into projects of this many.
+const PER_PROJECT: usize = 100_000;
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
@@ -58,24 +61,28 @@ fn main() {
     for n in sizes {
         let dir = tempfile::tempdir().unwrap();
         let idx = Index::open(dir.path(), Options::default().embedder(embedder.clone())).unwrap();
-        let project = format!("p{n}");
-        let coll = idx.collection("bench", &project).unwrap();
-        let vectors = clustered_vectors(n, DIM, (n / 100).max(10), SEED);
-        let docs: Vec<Document> = (0..n)
-            .map(|i| {
-                let text = common::words(i as u64, 30);
-                Document::message(&format!("s{}", i % 500), &format!("m{i}"), i as u64, Role::User, &text)
-            })
-            .collect();
-        for (d, v) in docs.chunks(10_000).zip(vectors.chunks(10_000)) {
-            coll.add_embedded(d, v).unwrap();
+        let projects = n.div_ceil(PER_PROJECT);
+        let mut embedded_bytes = 0.0;
+        for p in 0..projects {
+            let (from, to) = (p * PER_PROJECT, ((p + 1) * PER_PROJECT).min(n));
+            let coll = idx.collection("bench", &format!("p{n}-{p}")).unwrap();
+            let vectors = clustered_vectors(to - from, DIM, ((to - from) / 100).max(10), SEED + p as u64);
+            let docs: Vec<Document> = (from..to)
+                .map(|i| {
+                    let text = common::words(i as u64, 30);
+                    Document::message(&format!("s{}", i % 500), &format!("m{i}"), i as u64, Role::User, &text)
+                })
+                .collect();
+            for (d, v) in docs.chunks(10_000).zip(vectors.chunks(10_000)) {
+                coll.add_embedded(d, v).unwrap();
+            }
+            coll.flush().unwrap();
+            embedded_bytes += coll.stats().unwrap().bytes_on_disk as f64 / n as f64;
         }
-        coll.flush().unwrap();
-        let embedded_bytes = coll.stats().unwrap().bytes_on_disk as f64 / n as f64;
         let t = Instant::now();
-        let report = store.push(&idx, Some(&project)).unwrap();
+        let report = store.push(&idx, None).unwrap();
         let push = t.elapsed().as_secs_f64();
-        assert_eq!(report.sent, n, "every document pushed");
+        assert_eq!((report.sent, report.collections), (n, projects), "every document pushed");
         let team_bytes: f64 = query_one(
             &url,
             &format!(
@@ -110,7 +117,8 @@ fn main() {
             let (tp50, tp95) = (common::pct_ms(team.clone(), 0.5), common::pct_ms(team, 0.95));
             let (ep50, ep95) = (common::pct_ms(embedded.clone(), 0.5), common::pct_ms(embedded, 0.95));
             println!(
-                "| {n} | {push:.1} | {:.0} | {team_bytes:.0} | {embedded_bytes:.0} | {mode:?} | {tp50:.1} | {tp95:.1} | {ep50:.1} | {ep95:.1} | {:.1}× |",
+                "| {n} ({projects} project{}) | {push:.1} | {:.0} | {team_bytes:.0} | {embedded_bytes:.0} | {mode:?} | {tp50:.1} | {tp95:.1} | {ep50:.1} | {ep95:.1} | {:.1}× |",
+                if projects == 1 { "" } else { "s" },
                 n as f64 / push,
                 tp50 / ep50
             );

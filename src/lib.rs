@@ -64,8 +64,9 @@
 //! - hnsw_rs cannot delete: deleted documents are tombstones until the graph is rebuilt (past
 //!   25 % tombstones, automatically).
 //! - A collection of up to [`CollectionOptions::exact_threshold`] documents (131,072) is scanned
-//!   exactly and never reads its graph's links. A larger one reads them in the background (a
-//!   few seconds) when a search first wants to walk them; searches meanwhile use the exact scan.
+//!   exactly, and keeps no graph until it holds more than [`CollectionOptions::graph_from`]
+//!   vectors (131,072). A larger one reads its graph's links in the background (a few seconds)
+//!   when a search first wants to walk them; searches meanwhile use the exact scan.
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 

@@ -74,6 +74,12 @@ pub(crate) struct Ann {
     /// `row_ids[row]` is the data id stored in arena row `row`.
     row_ids: Vec<u64>,
     tombstones: HashSet<u64>,
+    /// No graph is built while the index holds at most this many vectors (0: always built):
+    /// a collection that small is scanned exactly by every search (its exact threshold), so
+    /// linking each vector into a graph as it arrives is work and disk for nothing (about a
+    /// tenth of an embedding pass at 30 times the shared corpus). The insert that passes it
+    /// builds the graph from every vector at once.
+    link_from: usize,
 }
 
 impl Ann {
@@ -90,6 +96,36 @@ impl Ann {
             rows: BTreeMap::new(),
             row_ids: Vec::new(),
             tombstones: HashSet::new(),
+            link_from: 0,
+        }
+    }
+
+    /// An index that builds no graph until it holds more than `link_from` vectors.
+    pub(crate) fn unlinked(dim: usize, params: HnswParams, link_from: usize) -> Ann {
+        let mut ann = Ann::new(dim, params, 0);
+        ann.graph = None;
+        ann.link_from = link_from;
+        ann
+    }
+
+    /// Sets how many vectors the index holds before it builds a graph (see [`Ann::unlinked`]).
+    pub(crate) fn set_link_from(&mut self, link_from: usize) {
+        self.link_from = link_from;
+    }
+
+    /// True when the index keeps no graph: none built (too few vectors), none persisted to
+    /// read, none being read.
+    pub(crate) fn unbuilt(&self) -> bool {
+        self.graph.is_none() && self.deferred.is_none() && self.loading.is_none()
+    }
+
+    /// Lets go of persisted links that were never read when the index is too small to need
+    /// them (at most `link_from` vectors): the next dump writes the vectors alone, and never
+    /// reads the links to carry them on.
+    pub(crate) fn shed_links(&mut self) {
+        if self.graph.is_none() && self.loading.is_none() && self.rows.len() <= self.link_from {
+            self.deferred = None;
+            self.pending.clear();
         }
     }
 
@@ -112,7 +148,7 @@ impl Ann {
         match (&self.graph, &self.deferred) {
             (Some(_), _) => true,
             (None, Some(_)) => self.pending.len() <= UNLINKED_MAX.max(self.rows.len() / 8),
-            (None, None) => false,
+            (None, None) => self.loading.is_none(),
         }
     }
 
@@ -158,6 +194,26 @@ impl Ann {
             }
         };
         self.graph = Some(graph);
+        self.link_pending();
+    }
+
+    /// Builds the graph now if the index keeps none (see [`Ann::unlinked`]): a walk was asked
+    /// for explicitly.
+    pub(crate) fn build_now(&mut self) {
+        if self.unbuilt() && !self.rows.is_empty() {
+            self.build_graph();
+        }
+    }
+
+    /// Builds the graph from every vector (see [`Ann::unlinked`]).
+    fn build_graph(&mut self) {
+        self.graph = Some(new_graph(self.params, self.row_ids.len()));
+        self.pending = self.row_ids.clone();
+        self.link_pending();
+    }
+
+    /// Inserts the vectors waiting for the graph.
+    fn link_pending(&mut self) {
         let ids = std::mem::take(&mut self.pending);
         let items: Vec<(VectorId, Vec<f32>)> = ids
             .iter()
@@ -210,6 +266,12 @@ impl Ann {
             self.rows.insert(id.raw(), row);
             self.row_ids.push(id.raw());
             self.tombstones.remove(&id.doc());
+        }
+        if self.unbuilt() {
+            if self.rows.len() > self.link_from {
+                self.build_graph();
+            }
+            return;
         }
         self.insert_into_graph(&items);
     }
@@ -591,6 +653,55 @@ mod tests {
     }
 
     #[test]
+    fn a_small_index_keeps_no_graph_until_it_passes_link_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let gdir = dir.path().join("작은 vectors");
+        let v = vecs(300, 16, 5);
+        let items = |r: std::ops::Range<usize>| -> Vec<(VectorId, &[f32])> {
+            r.map(|i| (VectorId::new(i as u64 + 1, 0), &v[i][..])).collect()
+        };
+        let format = || -> u64 {
+            let m: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(gdir.join("manifest.json")).unwrap()).unwrap();
+            m["format"].as_u64().unwrap()
+        };
+        let mut ann = Ann::unlinked(16, HnswParams::default(), 200);
+        ann.insert(&items(0..150));
+        assert!(ann.unbuilt() && !ann.graph_ready() && ann.dumps_without_links());
+        assert_eq!(ann.search_exact(&v[7], None, 0, 1)[0].0, VectorId::new(8, 0));
+        ann.dump(&gdir, 1, "m1").unwrap();
+        assert_eq!(format(), 5);
+        assert!(!gdir.join("graph.hnsw.graph").exists() && !gdir.join("graph.hnsw.data").exists(), "vectors alone");
+
+        let (mut b, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
+        b.set_link_from(200);
+        assert!(b.unbuilt() && b.points() == 150 && !b.loading());
+        assert_eq!(b.search_exact(&v[7], None, 0, 3), ann.search_exact(&v[7], None, 0, 3));
+        // Past 200 vectors the graph is built from every vector, the earlier ones included.
+        b.insert(&items(150..300));
+        assert!(b.graph_ready() && b.pending.is_empty());
+        for i in [3usize, 149, 250] {
+            assert_eq!(b.search_graph(&v[i], 3, 64, None)[0].0, VectorId::new(i as u64 + 1, 0), "vector {i}");
+        }
+        b.dump(&gdir, 2, "m1").unwrap();
+        assert_eq!(format(), 3);
+
+        // Loaded by a process for which the index is small, links never read are let go of:
+        // the next dump writes the vectors alone, without reading them.
+        let (mut c, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
+        c.set_link_from(1000);
+        assert!(c.loading() && !c.unbuilt());
+        c.shed_links();
+        assert!(c.unbuilt() && c.dumps_without_links());
+        c.dump(&gdir, 3, "m1").unwrap();
+        assert!(c.loading.is_none(), "the links were not read");
+        assert_eq!(format(), 5);
+        let (d, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
+        assert_eq!(d.points(), 300);
+        assert_eq!(d.search_exact(&v[299], None, 0, 3), b.search_exact(&v[299], None, 0, 3));
+    }
+
+    #[test]
     fn too_many_unlinked_vectors_make_the_dump_read_the_links() {
         let mut ann = Ann::new(4, HnswParams::default(), 0);
         ann.graph = None;
@@ -601,6 +712,9 @@ mod tests {
         assert!(!ann.dumps_without_links());
         ann.deferred = None;
         ann.pending.clear();
+        assert!(ann.dumps_without_links() && ann.unbuilt(), "no graph to carry: the vectors alone");
+        let (_tx, rx) = std::sync::mpsc::channel();
+        ann.loading = Some(std::sync::Mutex::new(rx));
         assert!(!ann.dumps_without_links(), "a graph being read must arrive first");
     }
 }

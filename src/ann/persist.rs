@@ -9,7 +9,8 @@
 //! since the graph files were written, same layout, not linked into the graph yet. A write to a
 //! collection whose links were never read writes only `graph.added` and carries the other
 //! three over (hard-linked, or copied), so adding a session costs its own vectors, not a read
-//! and a rewrite of every link and vector.
+//! and a rewrite of every link and vector. An index that keeps no graph ([`Ann::unlinked`])
+//! writes `graph.vectors` alone (format 5).
 
 use std::path::Path;
 
@@ -26,6 +27,9 @@ const DUMP_FORMAT: u32 = 3;
 /// Format 3 plus `graph.added`. A version that knows only format 3 rebuilds such a dump rather
 /// than miss the added vectors.
 const DUMP_FORMAT_ADDED: u32 = 4;
+/// The vectors alone (`graph.vectors`), of an index too small to keep a graph
+/// ([`Ann::unlinked`]). A version that knows only formats 3 and 4 rebuilds from the store.
+const DUMP_FORMAT_VECTORS: u32 = 5;
 const BASENAME: &str = "graph";
 const GRAPH_FILES: [&str; 2] = ["graph.hnsw.graph", "graph.hnsw.data"];
 const VECTORS_FILE: &str = "graph.vectors";
@@ -74,7 +78,7 @@ impl Ann {
     /// and `graph.vectors` carried over, the vectors added since in `graph.added`). A graph
     /// being read in the background must arrive first (`poll(true)`).
     pub(crate) fn dump(&self, dir: &Path, generation: u64, model: &str) -> Result<()> {
-        if self.graph.is_none() && self.deferred.is_none() {
+        if self.loading.is_some() {
             return Err(Error::InvalidArgument("graph still loading; poll(true) before dump".into()));
         }
         let parent = dir.parent().unwrap_or(Path::new("."));
@@ -117,7 +121,16 @@ impl Ann {
                         format = DUMP_FORMAT_ADDED;
                     }
                 }
-                (None, None) => unreachable!("checked above"),
+                (None, None) => {
+                    files.push(write_vectors(
+                        &tmp,
+                        VECTORS_FILE,
+                        self.dim,
+                        &self.row_ids,
+                        self.arena.rows_from(0, self.dim),
+                    )?);
+                    format = DUMP_FORMAT_VECTORS;
+                }
             }
         }
         let mut tombstones: Vec<u64> = self.tombstones.iter().copied().collect();
@@ -167,9 +180,9 @@ impl Ann {
         };
         let m: DumpManifest =
             serde_json::from_slice(&bytes).map_err(|e| LoadFailure::Corrupt(format!("manifest: {e}")))?;
-        if m.format != DUMP_FORMAT && m.format != DUMP_FORMAT_ADDED {
+        if ![DUMP_FORMAT, DUMP_FORMAT_ADDED, DUMP_FORMAT_VECTORS].contains(&m.format) {
             return Err(LoadFailure::Corrupt(format!(
-                "dump format {} (expected {DUMP_FORMAT} or {DUMP_FORMAT_ADDED})",
+                "dump format {} (expected {DUMP_FORMAT}, {DUMP_FORMAT_ADDED} or {DUMP_FORMAT_VECTORS})",
                 m.format
             )));
         }
@@ -181,12 +194,15 @@ impl Ann {
             return Err(LoadFailure::Corrupt(format!("dump holds vectors of model {dumped}, the store of {model}")));
         }
         if m.points == 0 {
-            return Ok((Ann::new(dim, params, 0), m.generation));
+            return Ok((Ann::unlinked(dim, params, 0), m.generation));
         }
         let names: Vec<&str> = m.files.iter().map(|f| f.0.as_str()).collect();
         let mut expected = vec![GRAPH_FILES[0], GRAPH_FILES[1], VECTORS_FILE];
         if m.format == DUMP_FORMAT_ADDED {
             expected.push(ADDED_FILE);
+        }
+        if m.format == DUMP_FORMAT_VECTORS {
+            expected = vec![VECTORS_FILE];
         }
         if names != expected {
             return Err(LoadFailure::Corrupt(format!("manifest lists {names:?}, expected {expected:?}")));
@@ -224,8 +240,10 @@ impl Ann {
         // millions of small allocations (seconds at 100k vectors), so it runs in the
         // background, and only once a search wants to walk the graph (see `Ann::poll`); until
         // the links are in, the exact scan answers.
-        ann.pending = ann.row_ids[base_rows..].to_vec();
-        ann.deferred = Some(Links { dir: dir.to_path_buf(), files: graph_files, base_rows });
+        if m.format != DUMP_FORMAT_VECTORS {
+            ann.pending = ann.row_ids[base_rows..].to_vec();
+            ann.deferred = Some(Links { dir: dir.to_path_buf(), files: graph_files, base_rows });
+        }
         ann.tombstones = m.tombstones.into_iter().collect();
         Ok((ann, m.generation))
     }

@@ -57,6 +57,11 @@ pub fn push(ctx: &Ctx, a: PushArgs) -> anyhow::Result<()> {
             report.without_vectors
         );
     }
+    for c in &report.without_vector_index {
+        eprintln!(
+            "warning: {c} has no vector index in the team store (a first push was cut short); its searches scan every vector. A push by the owner of its tables builds it"
+        );
+    }
     Ok(())
 }
 

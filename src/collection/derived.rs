@@ -75,22 +75,30 @@ pub(crate) fn open_graph(
     dir: &Path,
     dim: usize,
     params: HnswParams,
+    link_from: usize,
     generation: u64,
     model: &str,
 ) -> Result<(Ann, VectorIndexState)> {
     Ok(match Ann::load(dir, dim, params, model, unnamed_dump_model()) {
-        Ok((_, g)) if g > generation => {
-            (rebuild(db, dim, params)?, VectorIndexState::Rebuilt(RebuildReason::Stale { graph: g, store: generation }))
-        }
+        Ok((_, g)) if g > generation => (
+            rebuild(db, dim, params, link_from)?,
+            VectorIndexState::Rebuilt(RebuildReason::Stale { graph: g, store: generation }),
+        ),
         // Same generation: the dump reflects exactly the committed store.
-        Ok((ann, g)) if g == generation => (ann, VectorIndexState::Loaded),
+        Ok((mut ann, g)) if g == generation => {
+            ann.set_link_from(link_from);
+            (ann, VectorIndexState::Loaded)
+        }
         Ok((mut ann, g)) => {
+            ann.set_link_from(link_from);
             let (added, removed) = reconcile(db, &mut ann)?;
             (ann, VectorIndexState::CaughtUp { from_generation: g, to_generation: generation, added, removed })
         }
-        Err(LoadFailure::Missing) => (rebuild(db, dim, params)?, VectorIndexState::Rebuilt(RebuildReason::Missing)),
+        Err(LoadFailure::Missing) => {
+            (rebuild(db, dim, params, link_from)?, VectorIndexState::Rebuilt(RebuildReason::Missing))
+        }
         Err(LoadFailure::Corrupt(why)) => {
-            (rebuild(db, dim, params)?, VectorIndexState::Rebuilt(RebuildReason::Corrupt(why)))
+            (rebuild(db, dim, params, link_from)?, VectorIndexState::Rebuilt(RebuildReason::Corrupt(why)))
         }
     })
 }
@@ -170,7 +178,7 @@ fn stored_doc_ids(db: &Database) -> Result<Vec<u64>> {
     Ok(out)
 }
 
-pub(crate) fn rebuild(db: &Database, dim: usize, params: HnswParams) -> Result<Ann> {
+pub(crate) fn rebuild(db: &Database, dim: usize, params: HnswParams, link_from: usize) -> Result<Ann> {
     let tx = db.begin_read()?;
     let t = tx.open_table(VECTORS)?;
     let mut all = Vec::with_capacity(t.len()? as usize);
@@ -181,7 +189,7 @@ pub(crate) fn rebuild(db: &Database, dim: usize, params: HnswParams) -> Result<A
             all.push((VectorId::from_raw(k.value()), v));
         }
     }
-    let mut ann = Ann::new(dim, params, all.len());
+    let mut ann = Ann::unlinked(dim, params, link_from);
     let items: Vec<(VectorId, &[f32])> = all.iter().map(|(id, v)| (*id, v.as_slice())).collect();
     ann.insert(&items);
     Ok(ann)

@@ -270,7 +270,7 @@ impl Collection {
         meta::set_model(&tx, target.model_id(), target.dim())?;
         meta::bump_generation(&tx)?;
         tx.commit()?;
-        let fresh = rebuild(&self.db, target.dim(), self.options.hnsw)?;
+        let fresh = rebuild(&self.db, target.dim(), self.options.hnsw, self.options.graph_from)?;
         *self.embedder.write().unwrap_or_else(|e| e.into_inner()) = target;
         *self.target.lock().unwrap_or_else(|e| e.into_inner()) = None;
         *self.ann.write().unwrap_or_else(|e| e.into_inner()) = fresh;

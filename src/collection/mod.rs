@@ -52,6 +52,15 @@ pub struct CollectionOptions {
     /// and 0.95 at 100,000, where the walk also holds the links and a second copy of every
     /// vector in memory; see docs/benchmarks.md).
     pub exact_threshold: usize,
+    /// No graph is built until the collection holds more vectors than this (a document's
+    /// chunks are vectors each): every unfiltered search of a collection at most
+    /// [`CollectionOptions::exact_threshold`] documents scans exactly, so linking each vector
+    /// into a graph as it arrives was work and disk for nothing (at 30 times the shared corpus,
+    /// 37 projects under 131,072 documents each, about a tenth of the embedding pass). The write
+    /// that passes it builds the graph from every vector at once. Keep it at most
+    /// `exact_threshold`, or searches of a collection between the two scan exactly until it is
+    /// built. Default: 131,072.
+    pub graph_from: usize,
     /// Share of the collection below which a filtered search scans its candidates exactly;
     /// above it the graph is walked without the filter, over-fetching, and the results are
     /// filtered. Default: 0.12 (measured at 100k documents: hnsw_rs's in-traversal filter
@@ -85,6 +94,7 @@ impl Default for CollectionOptions {
         CollectionOptions {
             hnsw: HnswParams::default(),
             exact_threshold: 131_072,
+            graph_from: 131_072,
             exact_fraction: 0.12,
             rebuild_tombstone_ratio: 0.25,
             lock_wait: Duration::from_secs(3),
@@ -102,6 +112,7 @@ impl std::fmt::Debug for CollectionOptions {
         f.debug_struct("CollectionOptions")
             .field("hnsw", &self.hnsw)
             .field("exact_threshold", &self.exact_threshold)
+            .field("graph_from", &self.graph_from)
             .field("lock_wait", &self.lock_wait)
             .field("glossary", &self.glossary)
             .finish_non_exhaustive()
@@ -383,7 +394,7 @@ impl Collection {
             }
         };
         let generation = meta::read_generation(&db)?;
-        let ann = Ann::new(embedder.dim(), options.hnsw, 0);
+        let ann = Ann::unlinked(embedder.dim(), options.hnsw, options.graph_from);
         let (lexical, lexical_opened) = if options.lexical_index {
             let (l, s) = derived::open_lexical(&db, &dir.join("lexical"), generation, !intact)?;
             (Some(l), s)
@@ -521,6 +532,7 @@ impl Collection {
             &self.dir.join("vectors"),
             embedder.dim(),
             self.options.hnsw,
+            self.options.graph_from,
             generation,
             embedder.model_id(),
         )?;

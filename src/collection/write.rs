@@ -487,7 +487,7 @@ impl Collection {
             (ann.tombstoned_points(), ann.points())
         };
         if total > 0 && dead as f32 / total as f32 > self.options.rebuild_tombstone_ratio {
-            let fresh = rebuild(&self.db, self.embedder().dim(), self.options.hnsw)?;
+            let fresh = rebuild(&self.db, self.embedder().dim(), self.options.hnsw, self.options.graph_from)?;
             *self.ann.write().unwrap_or_else(|e| e.into_inner()) = fresh;
             self.dirty.store(true, Ordering::SeqCst);
         }
@@ -499,7 +499,7 @@ impl Collection {
     /// `Rebuilt(Requested)`.
     pub fn rebuild_vector_index(&self) -> Result<()> {
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let fresh = rebuild(&self.db, self.embedder().dim(), self.options.hnsw)?;
+        let fresh = rebuild(&self.db, self.embedder().dim(), self.options.hnsw, self.options.graph_from)?;
         *self.ann.write().unwrap_or_else(|e| e.into_inner()) = fresh;
         let _ = self.opened.set(super::VectorIndexState::Rebuilt(super::RebuildReason::Requested));
         self.dirty.store(true, Ordering::SeqCst);
@@ -510,11 +510,19 @@ impl Collection {
     /// Blocks until a persisted graph that is being read in the background (see
     /// [`super::VectorIndexState::Loaded`]) is ready; until then searches use the exact scan.
     /// Loads the graph first if nothing has (an error loading it is returned by the next
-    /// search or write, which tries again).
+    /// search or write, which tries again). A collection too small to keep a graph
+    /// ([`super::CollectionOptions::graph_from`]) builds one in memory now, for searches that
+    /// ask to walk it.
     pub fn wait_for_vector_index(&self) {
         let Ok(ann) = self.graph() else { return };
-        if ann.read().unwrap_or_else(|e| e.into_inner()).loading() {
+        let (loading, unbuilt) = {
+            let a = ann.read().unwrap_or_else(|e| e.into_inner());
+            (a.loading(), a.unbuilt())
+        };
+        if loading {
             ann.write().unwrap_or_else(|e| e.into_inner()).poll(true);
+        } else if unbuilt {
+            ann.write().unwrap_or_else(|e| e.into_inner()).build_now();
         }
     }
 
@@ -541,6 +549,7 @@ impl Collection {
         }
         let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let generation = meta::read_generation(&self.db)?;
+        self.ann.write().unwrap_or_else(|e| e.into_inner()).shed_links();
         if !self.ann.read().unwrap_or_else(|e| e.into_inner()).dumps_without_links() {
             self.ann.write().unwrap_or_else(|e| e.into_inner()).poll(true);
         }

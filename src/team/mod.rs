@@ -15,6 +15,7 @@
 //! are per project, so a grant on a project's tables is the boundary between rows, and the
 //! database enforces it for any client, SQL included.
 
+mod bulk;
 mod pull;
 mod search;
 mod words;
@@ -29,6 +30,7 @@ use crate::doc::Document;
 use crate::error::{Error, Result};
 use crate::index::Index;
 
+pub use bulk::BULK_FROM;
 pub use pull::PullReport;
 pub use search::{TeamHit, TeamQuery};
 
@@ -62,6 +64,13 @@ pub struct PushReport {
     pub forgotten: usize,
     /// Documents without vectors yet (sent, searchable by words; the next push adds vectors).
     pub without_vectors: usize,
+    /// Collections whose documents were loaded before their vector index was built (a first
+    /// push of at least [`BULK_FROM`] documents).
+    pub bulk_loaded: usize,
+    /// Collections (`tenant/project`) left without a vector index: a bulk load was cut short
+    /// and this role may not build the index (only the tables' owner may). Their searches scan
+    /// the vectors exactly; a push by the owner builds it.
+    pub without_vector_index: Vec<String>,
 }
 
 /// A quoted SQL identifier of at most 63 bytes (Postgres cuts longer ones silently): `prefix`
@@ -227,7 +236,7 @@ impl TeamStore {
             di = ident("di_", project),
             ds = ident("ds_", project),
             dt = ident("dt_", project),
-            vi = ident("vi_", &format!("{project}/{model}")),
+            vi = bulk::vector_index(project, model),
         );
         self.with(|c| {
             let mut tx = c.transaction()?;
@@ -290,8 +299,15 @@ impl TeamStore {
                 todo.push((doc, vectors, hash));
             }
             todo.sort_by_key(|(doc, _, _)| doc.id);
+            if held.is_empty() && self.start_bulk(&info.tenant, &info.project, &model, todo.len())? {
+                report.bulk_loaded += 1;
+            }
             for batch in todo.chunks(self.batch) {
                 report.sent += self.send(&info.project, &s, &d, &v, batch)?;
+            }
+            // Built after a bulk load, or after one that was killed before its end.
+            if !self.ensure_vector_index(&info.tenant, &info.project, &model)? {
+                report.without_vector_index.push(format!("{}/{}", info.tenant, info.project));
             }
             if !todo.is_empty() {
                 // Fresh planner statistics: a team search reads a project's size from them

@@ -27,7 +27,7 @@ fn filtered_recall_at_every_selectivity() {
     let dir = tempfile::tempdir().unwrap();
     // The default threshold scans a collection this small exactly: a lower one exercises the
     // graph routes (unfiltered, post-filter) that larger collections take.
-    let opts = CollectionOptions { exact_threshold: 2048, ..Default::default() };
+    let opts = CollectionOptions { exact_threshold: 2048, graph_from: 2048, ..Default::default() };
     let threshold = opts.exact_threshold;
     let fraction = opts.exact_fraction;
     let index = hash_index(dir.path(), opts);
@@ -100,7 +100,7 @@ fn top_ids(coll: &convdex::Collection, queries: &[Vec<f32>]) -> Vec<Vec<uuid::Uu
 #[test]
 fn persistence_reload_and_rebuild() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = CollectionOptions { exact_threshold: 0, ..Default::default() };
+    let opts = CollectionOptions { exact_threshold: 0, graph_from: 0, ..Default::default() };
     let vectors = clustered_vectors(3030, 384, 60, 7);
     let (docs_v, queries) = vectors.split_at(3000);
     let docs: Vec<_> = (0..3000u64).map(|i| doc("s", i, &format!("d{i}"), &[], i as i64)).collect();
@@ -148,7 +148,7 @@ fn persistence_reload_and_rebuild() {
 #[test]
 fn writes_do_not_read_graph_links() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = CollectionOptions { exact_threshold: 0, ..Default::default() };
+    let opts = CollectionOptions { exact_threshold: 0, graph_from: 0, ..Default::default() };
     let vectors = clustered_vectors(3020, 384, 60, 11);
     let (old_v, new_v) = vectors.split_at(3000);
     let old: Vec<_> = (0..3000u64).map(|i| doc("舊", i, &format!("d{i}"), &[], i as i64)).collect();
@@ -196,7 +196,7 @@ fn writes_do_not_read_graph_links() {
 #[test]
 fn damaged_links_are_found_rebuilt_and_persisted() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = CollectionOptions { exact_threshold: 0, ..Default::default() };
+    let opts = CollectionOptions { exact_threshold: 0, graph_from: 0, ..Default::default() };
     let vectors = clustered_vectors(2010, 384, 40, 13);
     let (docs_v, queries) = vectors.split_at(2000);
     let docs: Vec<_> = (0..2000u64).map(|i| doc("損傷", i, &format!("d{i}"), &[], i as i64)).collect();
@@ -480,8 +480,8 @@ fn graph_is_loaded_only_when_vectors_are_needed() {
     assert!(coll.vector_index_loaded());
     assert_eq!(coll.vector_index_state().unwrap(), &VectorIndexState::Loaded);
     assert_eq!(hits.first().map(|h| h.doc.session_id.as_str()), Some("a"));
-    // A collection this small is scanned exactly: its graph's links are not read until a walk
-    // is asked for, and the walk's first search is answered exactly while they load.
+    // A collection this small is scanned exactly and keeps no graph (`graph_from`): a walk
+    // asked for is answered exactly until one is built, in memory, for it.
     assert_eq!(hits.plan.path, PlanPath::Exact);
     let walk = || coll.search("gamma words").mode(SearchMode::Semantic).exact(false).run().unwrap();
     let first = walk();

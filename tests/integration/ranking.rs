@@ -40,7 +40,7 @@ const WORDS: [&str; 24] = [
 ];
 
 fn options() -> Options {
-    let small = CollectionOptions { exact_threshold: 64, ..Default::default() };
+    let small = CollectionOptions { exact_threshold: 64, graph_from: 64, ..Default::default() };
     Options::default().embedder(Arc::new(convdex::HashEmbedder::default())).collection(small)
 }
 

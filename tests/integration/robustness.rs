@@ -327,13 +327,31 @@ fn doctor_repairs_a_damaged_store_and_forgotten_sessions_stay_forgotten() {
 
 /// Graph links damaged in place (same length) pass an open, which verifies the vectors only:
 /// `convdex doctor` verifies the links too and says they will be rebuilt, and a search still
-/// answers.
+/// answers. (A project as small as the sample keeps no graph by default
+/// (`CollectionOptions::graph_from`): one is built for it through the library first.)
 #[test]
 fn doctor_finds_graph_links_damaged_in_place() {
     let cli = Cli::new();
     cli.ok(&["index", "examples/sample/projects"]);
+    let vectors = cli.collection_dir("acme-api").join("vectors");
+    assert!(!vectors.join("graph.hnsw.graph").exists(), "a small project keeps its vectors alone");
+    {
+        let mut options = convdex::Options::default();
+        options.collection.graph_from = 0;
+        let index = convdex::Index::open(cli.data.path(), options).unwrap();
+        let (tenant, project) = index
+            .collections()
+            .unwrap()
+            .into_iter()
+            .find(|c| c.project == "acme-api")
+            .map(|c| (c.tenant, c.project))
+            .unwrap();
+        let coll = index.collection(&tenant, &project).unwrap();
+        coll.rebuild_vector_index().unwrap();
+        coll.flush().unwrap();
+    }
     assert!(!cli.ok(&["doctor"]).contains("graph links damaged"));
-    let links = cli.collection_dir("acme-api").join("vectors").join("graph.hnsw.graph");
+    let links = vectors.join("graph.hnsw.graph");
     let mut bytes = std::fs::read(&links).unwrap();
     let at = bytes.len() / 2;
     bytes[at] ^= 0xff;

@@ -542,3 +542,122 @@ fn the_team_store_glosses_and_translates_as_the_local_search_does() {
         assert_eq!(scored(&from_sample), scored(&exact), "{text}");
     }
 }
+
+/// A first push of many documents into an empty project loads them, then builds the vector
+/// index once; a push cut short leaves it out, a member who may not build it is told, and the
+/// owner's next push builds it. Searches answer throughout.
+#[test]
+fn a_first_large_push_loads_then_builds_the_vector_index() {
+    use convdex::team::BULK_FROM;
+    use convdex::{HashEmbedder, Role};
+    let tmp = tempfile::tempdir().unwrap();
+    let pg = Postgres::start(tmp.path());
+    let embedder = std::sync::Arc::new(HashEmbedder::new(64));
+    let index = Index::open(tmp.path().join("data"), Options::default().embedder(embedder.clone())).unwrap();
+    // Varied texts in four scripts, each its own (its number among its words).
+    let vocabulary = [
+        "部署",
+        "缓存",
+        "迁移",
+        "認証",
+        "設定",
+        "テスト",
+        "데이터베이스",
+        "배포",
+        "로그",
+        "redis",
+        "postgres",
+        "retry",
+        "timeout",
+        "flaky",
+        "rollback",
+        "schema",
+        "índice",
+        "décision",
+        "Zürich",
+        "queue",
+    ];
+    let n = BULK_FROM + 200;
+    let text = |i: usize| -> String {
+        let mut x = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut words: Vec<String> = (0..8)
+            .map(|_| {
+                x ^= x >> 29;
+                x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                vocabulary[(x % vocabulary.len() as u64) as usize].to_string()
+            })
+            .collect();
+        words.push(format!("항목-{i}"));
+        words.join(" ")
+    };
+    for project in ["큰-project", "second"] {
+        let coll = index.collection("bulk", project).unwrap();
+        let docs: Vec<Document> = (0..n)
+            .map(|i| Document::message(&format!("s{}", i % 40), &format!("m{i}"), i as u64, Role::User, &text(i)))
+            .collect();
+        coll.add(&docs).unwrap();
+        coll.flush().unwrap();
+    }
+    let store = TeamStore::connect(&pg.url).unwrap();
+    let vector_indexes = |project: &str| -> i64 {
+        query(
+            &pg.url,
+            &format!(
+                "SELECT count(*) FROM pg_indexes i JOIN pg_index x ON x.indexrelid = format('%I.%I', i.schemaname, i.indexname)::regclass
+                 WHERE i.schemaname = 'cdx_bulk' AND i.indexdef LIKE '%hnsw%' AND x.indisvalid
+                   AND i.tablename LIKE 'v\\_{project}/%'"
+            ),
+        )
+        .unwrap()[0]
+            .get(0)
+    };
+
+    let report = store.push(&index, Some("큰-project")).unwrap();
+    assert_eq!((report.sent, report.bulk_loaded), (n, 1), "{report:?}");
+    assert!(report.without_vector_index.is_empty(), "{report:?}");
+    let table: String = query(
+        &pg.url,
+        "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables WHERE schemaname = 'cdx_bulk' AND tablename LIKE 'v\\_큰-project/%'",
+    )
+    .unwrap()[0]
+        .get(0);
+    let vectors: i64 = query(&pg.url, &format!("SELECT count(*) FROM {table}")).unwrap()[0].get(0);
+    assert_eq!(vectors as usize, n, "every vector loaded");
+    assert_eq!(vector_indexes("큰-project"), 1, "the vector index is built, valid");
+    let glossary = index.options().collection.glossary.clone();
+    let by_meaning = |store: &TeamStore, i: usize| -> Vec<String> {
+        let q = TeamQuery { mode: SearchMode::Semantic, limit: 3, ..TeamQuery::new(&text(i)) };
+        store.search(&q, Some(embedder.as_ref()), &glossary).unwrap().into_iter().map(|h| h.doc.content).collect()
+    };
+    for i in [0, 17, 999, n - 1] {
+        assert!(by_meaning(&store, i).contains(&text(i)), "document {i} found by its own words' meaning");
+    }
+    let again = store.push(&index, Some("큰-project")).unwrap();
+    assert_eq!((again.sent, again.bulk_loaded), (0, 0), "{again:?}");
+
+    // Cut short after its rows: the state a push killed during its load leaves (the index
+    // dropped, the rows committed). A member granted the tenant cannot build it and is told;
+    // searches still answer, scanning exactly; the owner's next push builds it.
+    let second = store.push(&index, Some("second")).unwrap();
+    assert_eq!(second.bulk_loaded, 1);
+    let name: String = query(
+        &pg.url,
+        "SELECT format('%I.%I', schemaname, indexname) FROM pg_indexes WHERE schemaname = 'cdx_bulk' AND tablename LIKE 'v\\_second/%' AND indexdef LIKE '%hnsw%'",
+    )
+    .unwrap()[0]
+        .get(0);
+    sql(&pg.url, &format!("DROP INDEX {name}")).unwrap();
+    sql(&pg.url, "CREATE ROLE carol LOGIN").unwrap();
+    store.grant("carol", "bulk", None).unwrap();
+    let carol = TeamStore::connect(&pg.as_user("carol", "postgres")).unwrap();
+    let report = carol.push(&index, Some("second")).unwrap();
+    assert_eq!(report.without_vector_index, vec!["bulk/second".to_string()], "{report:?}");
+    assert_eq!(vector_indexes("second"), 0);
+    let q =
+        TeamQuery { mode: SearchMode::Semantic, limit: 3, project: Some("second".into()), ..TeamQuery::new(&text(5)) };
+    let hits = carol.search(&q, Some(embedder.as_ref()), &glossary).unwrap();
+    assert_eq!(hits.first().map(|h| h.doc.content.clone()), Some(text(5)), "an exact scan answers meanwhile");
+    let report = store.push(&index, Some("second")).unwrap();
+    assert!(report.without_vector_index.is_empty() && report.sent == 0, "{report:?}");
+    assert_eq!(vector_indexes("second"), 1, "the owner's push builds it");
+}
