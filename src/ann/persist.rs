@@ -85,8 +85,10 @@ impl Ann {
         let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("vectors");
         let tmp = parent.join(format!("{name}.tmp"));
         let old = parent.join(format!("{name}.old"));
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        // A fresh directory, never a leftover one: a file left in it could be a hard link of a
+        // live dump's file, and writing it would change that file in place.
+        clear(parent, name, &tmp)?;
+        std::fs::create_dir(&tmp).map_err(|e| Error::io(&tmp, e))?;
         let mut files = Vec::new();
         let mut format = DUMP_FORMAT;
         // hnsw_rs cannot dump an empty graph; an empty manifest stands for it.
@@ -151,7 +153,7 @@ impl Ann {
             let p = tmp.join(f);
             std::fs::File::open(&p).and_then(|f| f.sync_all()).map_err(|e| Error::io(&p, e))?;
         }
-        let _ = std::fs::remove_dir_all(&old);
+        clear(parent, name, &old)?;
         if dir.exists() {
             std::fs::rename(dir, &old).map_err(|e| Error::io(dir, e))?;
         }
@@ -348,6 +350,28 @@ const HEADER: usize = 20;
 /// Why a file whose bytes disagree with its manifest entry is refused.
 fn damaged(name: &str) -> Option<String> {
     Some(format!("{name}: size or checksum differs from manifest"))
+}
+
+/// Removes the directory `path` (a dump's `.tmp` or `.old` beside `parent/name`); where it
+/// cannot be removed (an NFS mount keeps a file that a process still maps as `.nfs…` until it
+/// is let go of), sets it aside under a name of its own, which a later dump removes. Only an
+/// error to set it aside is an error.
+fn clear(parent: &Path, name: &str, path: &Path) -> Result<()> {
+    let aside = format!("{name}.aside.");
+    if let Ok(entries) = std::fs::read_dir(parent) {
+        for e in entries.flatten() {
+            if e.file_name().to_str().is_some_and(|n| n.starts_with(&aside)) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(path);
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let to = parent.join(format!("{aside}{}-{nanos}", std::process::id()));
+    std::fs::rename(path, &to).map_err(|e| Error::io(path, e))
 }
 
 /// Fills `buf` from `file` a megabyte at a time, hashing each piece as it arrives.

@@ -59,7 +59,7 @@ pub fn push(ctx: &Ctx, a: PushArgs) -> anyhow::Result<()> {
     }
     for c in &report.without_vector_index {
         eprintln!(
-            "warning: {c} has no vector index in the team store (a first push was cut short); its searches scan every vector. A push by the owner of its tables builds it"
+            "warning: {c} has no vector index in the team store (a first push was cut short, or is still loading); its searches scan every vector until a push by the owner of its tables builds it"
         );
     }
     Ok(())

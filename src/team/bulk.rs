@@ -86,12 +86,19 @@ impl TeamStore {
             if mb as i64 > have_mb {
                 tx.batch_execute(&format!("SET LOCAL maintenance_work_mem = '{mb}MB'"))?;
             }
+            let create = format!("CREATE INDEX IF NOT EXISTS {vi} ON {v} USING hnsw (embedding vector_cosine_ops)");
             let mut build = tx.transaction()?;
-            match build.batch_execute(&format!(
-                "CREATE INDEX IF NOT EXISTS {vi} ON {v} USING hnsw (embedding vector_cosine_ops)"
-            )) {
+            match build.batch_execute(&create) {
                 Ok(()) => build.commit()?,
                 Err(e) if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) => return Ok(false),
+                // Out of a resource (class 53): a parallel build holds its memory in shared
+                // memory, which a container may keep small (Docker: 64 MB of /dev/shm). Once
+                // more with the server's own memory setting and no parallel workers.
+                Err(e) if e.code().is_some_and(|c| c.code().starts_with("53")) => {
+                    drop(build);
+                    tx.batch_execute("RESET maintenance_work_mem; SET LOCAL max_parallel_maintenance_workers = 0")?;
+                    tx.batch_execute(&create)?;
+                }
                 Err(e) => return Err(e),
             }
             tx.commit()?;
