@@ -491,13 +491,16 @@ mod tests {
             .collect()
     }
 
+    /// Vectors `r` of `v`, with the ids the tests give them (the row number plus one).
+    fn items(v: &[Vec<f32>], r: std::ops::Range<usize>) -> Vec<(VectorId, &[f32])> {
+        r.map(|i| (VectorId::new(i as u64 + 1, 0), &v[i][..])).collect()
+    }
+
     #[test]
     fn exact_and_graph_agree_and_tombstones_hide() {
         let v = vecs(500, 32, 1);
         let mut ann = Ann::new(32, HnswParams::default(), 500);
-        let items: Vec<(VectorId, &[f32])> =
-            v.iter().enumerate().map(|(i, x)| (VectorId::new(i as u64 + 1, 0), &x[..])).collect();
-        ann.insert(&items);
+        ann.insert(&items(&v, 0..v.len()));
         let q = &v[10];
         let exact = ann.search_exact(q, None, 0, 5);
         assert_eq!(exact[0].0, VectorId::new(11, 0));
@@ -515,9 +518,7 @@ mod tests {
         let gdir = dir.path().join("vectors");
         let v = vecs(300, 16, 2);
         let mut ann = Ann::new(16, HnswParams::default(), 300);
-        let items: Vec<(VectorId, &[f32])> =
-            v.iter().enumerate().map(|(i, x)| (VectorId::new(i as u64 + 1, 0), &x[..])).collect();
-        ann.insert(&items);
+        ann.insert(&items(&v, 0..v.len()));
         ann.dump(&gdir, 7, "m1").unwrap();
         let other = Ann::load(&gdir, 16, HnswParams::default(), "m2", "m0");
         assert!(matches!(other, Err(LoadFailure::Corrupt(why)) if why.contains("model")), "another model's vectors");
@@ -565,24 +566,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let gdir = dir.path().join("向量 vectors");
         let v = vecs(400, 16, 3);
-        let items = |r: std::ops::Range<usize>| -> Vec<(VectorId, &[f32])> {
-            r.map(|i| (VectorId::new(i as u64 + 1, 0), &v[i][..])).collect()
-        };
         let mut ann = Ann::new(16, HnswParams::default(), 300);
-        ann.insert(&items(0..300));
+        ann.insert(&items(&v, 0..300));
         ann.dump(&gdir, 1, "m1").unwrap();
         let graph_bytes = std::fs::read(gdir.join("graph.hnsw.graph")).unwrap();
 
         // Two rounds of writes, each dumped while the links are still unread.
         let (mut a, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
-        a.insert(&items(300..350));
+        a.insert(&items(&v, 300..350));
         a.tombstone(5);
         assert!(a.dumps_without_links());
         a.dump(&gdir, 2, "m1").unwrap();
         assert!(!a.graph_ready() && a.loading.is_none(), "the dump read the links");
         let (mut b, generation) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
         assert_eq!((generation, b.points(), b.pending.len()), (2, 350, 50));
-        b.insert(&items(350..400));
+        b.insert(&items(&v, 350..400));
         b.dump(&gdir, 3, "m1").unwrap();
         assert_eq!(std::fs::read(gdir.join("graph.hnsw.graph")).unwrap(), graph_bytes, "graph files carried over");
         let manifest: serde_json::Value =
@@ -616,20 +614,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let gdir = dir.path().join("벡터 vectors");
         let v = vecs(400, 16, 4);
-        let items = |r: std::ops::Range<usize>| -> Vec<(VectorId, &[f32])> {
-            r.map(|i| (VectorId::new(i as u64 + 1, 0), &v[i][..])).collect()
-        };
         let mut all = Ann::new(16, HnswParams::default(), 400);
-        all.insert(&items(0..400));
+        all.insert(&items(&v, 0..400));
         let mut first = Ann::new(16, HnswParams::default(), 300);
-        first.insert(&items(0..300));
+        first.insert(&items(&v, 0..300));
         first.dump(&gdir, 1, "m1").unwrap();
 
         // A reader loads the dump and adds rows of its own after the file's.
         let (mut reader, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
         #[cfg(all(unix, target_endian = "little"))]
         assert_eq!(reader.arena.rows_from(0, 16)[0].len(), 300 * 16, "the file's rows are mapped, not copied");
-        reader.insert(&items(300..400));
+        reader.insert(&items(&v, 300..400));
         // Another writer swaps a newer dump in place of the one the reader holds.
         let (mut writer, _) = Ann::load(&gdir, 16, HnswParams::default(), "m1", "m0").unwrap();
         writer.tombstone(4);
@@ -669,16 +664,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let gdir = dir.path().join("작은 vectors");
         let v = vecs(300, 16, 5);
-        let items = |r: std::ops::Range<usize>| -> Vec<(VectorId, &[f32])> {
-            r.map(|i| (VectorId::new(i as u64 + 1, 0), &v[i][..])).collect()
-        };
         let format = || -> u64 {
             let m: serde_json::Value =
                 serde_json::from_slice(&std::fs::read(gdir.join("manifest.json")).unwrap()).unwrap();
             m["format"].as_u64().unwrap()
         };
         let mut ann = Ann::unlinked(16, HnswParams::default(), 200);
-        ann.insert(&items(0..150));
+        ann.insert(&items(&v, 0..150));
         assert!(ann.unbuilt() && !ann.graph_ready() && ann.dumps_without_links());
         assert_eq!(ann.search_exact(&v[7], None, 0, 1)[0].0, VectorId::new(8, 0));
         ann.dump(&gdir, 1, "m1").unwrap();
@@ -690,7 +682,7 @@ mod tests {
         assert!(b.unbuilt() && b.points() == 150 && !b.loading());
         assert_eq!(b.search_exact(&v[7], None, 0, 3), ann.search_exact(&v[7], None, 0, 3));
         // Past 200 vectors the graph is built from every vector, the earlier ones included.
-        b.insert(&items(150..300));
+        b.insert(&items(&v, 150..300));
         assert!(b.graph_ready() && b.pending.is_empty());
         for i in [3usize, 149, 250] {
             assert_eq!(b.search_graph(&v[i], 3, 64, None)[0].0, VectorId::new(i as u64 + 1, 0), "vector {i}");

@@ -87,11 +87,14 @@ impl Ann {
         let old = parent.join(format!("{name}.old"));
         // A fresh directory, never a leftover one: a file left in it could be a hard link of a
         // live dump's file, and writing it would change that file in place.
+        remove_set_aside(parent, name);
         clear(parent, name, &tmp)?;
         std::fs::create_dir(&tmp).map_err(|e| Error::io(&tmp, e))?;
         let mut files = Vec::new();
         let mut format = DUMP_FORMAT;
         // hnsw_rs cannot dump an empty graph; an empty manifest stands for it.
+        // Every row, as `graph.vectors`: beside a graph's files, or alone.
+        let all_rows = || write_vectors(&tmp, VECTORS_FILE, self.dim, &self.row_ids, self.arena.rows_from(0, self.dim));
         if !self.rows.is_empty() {
             match (&self.graph, &self.deferred) {
                 (Some(graph), _) => {
@@ -103,13 +106,7 @@ impl Ann {
                         let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
                         files.push((f.to_string(), bytes.len() as u64, xxhash_rust::xxh3::xxh3_64(&bytes)));
                     }
-                    files.push(write_vectors(
-                        &tmp,
-                        VECTORS_FILE,
-                        self.dim,
-                        &self.row_ids,
-                        self.arena.rows_from(0, self.dim),
-                    )?);
+                    files.push(all_rows()?);
                 }
                 (None, Some(links)) => {
                     for entry in &links.files {
@@ -124,13 +121,7 @@ impl Ann {
                     }
                 }
                 (None, None) => {
-                    files.push(write_vectors(
-                        &tmp,
-                        VECTORS_FILE,
-                        self.dim,
-                        &self.row_ids,
-                        self.arena.rows_from(0, self.dim),
-                    )?);
+                    files.push(all_rows()?);
                     format = DUMP_FORMAT_VECTORS;
                 }
             }
@@ -352,12 +343,15 @@ fn damaged(name: &str) -> Option<String> {
     Some(format!("{name}: size or checksum differs from manifest"))
 }
 
-/// Removes the directory `path` (a dump's `.tmp` or `.old` beside `parent/name`); where it
-/// cannot be removed (an NFS mount keeps a file that a process still maps as `.nfs…` until it
-/// is let go of), sets it aside under a name of its own, which a later dump removes. Only an
-/// error to set it aside is an error.
-fn clear(parent: &Path, name: &str, path: &Path) -> Result<()> {
-    let aside = format!("{name}.aside.");
+/// The prefix of the directories [`clear`] sets aside beside `name`.
+fn aside_prefix(name: &str) -> String {
+    format!("{name}.aside.")
+}
+
+/// Removes what earlier dumps set aside beside `parent/name` ([`clear`]), as far as it can
+/// now be removed.
+fn remove_set_aside(parent: &Path, name: &str) {
+    let aside = aside_prefix(name);
     if let Ok(entries) = std::fs::read_dir(parent) {
         for e in entries.flatten() {
             if e.file_name().to_str().is_some_and(|n| n.starts_with(&aside)) {
@@ -365,12 +359,19 @@ fn clear(parent: &Path, name: &str, path: &Path) -> Result<()> {
             }
         }
     }
+}
+
+/// Removes the directory `path` (a dump's `.tmp` or `.old` beside `parent/name`); where it
+/// cannot be removed (an NFS mount keeps a file that a process still maps as `.nfs…` until it
+/// is let go of), sets it aside under a name of its own, which a later dump removes
+/// ([`remove_set_aside`]). Only an error to set it aside is an error.
+fn clear(parent: &Path, name: &str, path: &Path) -> Result<()> {
     let _ = std::fs::remove_dir_all(path);
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(());
     }
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let to = parent.join(format!("{aside}{}-{nanos}", std::process::id()));
+    let to = parent.join(format!("{}{}-{nanos}", aside_prefix(name), std::process::id()));
     std::fs::rename(path, &to).map_err(|e| Error::io(path, e))
 }
 
