@@ -33,7 +33,9 @@
 //! background (mean and spread of their cosines, the typical background of
 //! `src/search/tuned.rs`), and with `--fit` fits on the large and small development hits pooled
 //! and reads the test halves' relevance on each apart; `RANKING_PRIOR=w,…` tries those
-//! background prior weights (`Ranking::background_prior`); `--team URL` pushes the LoCoMo
+//! background prior weights (`Ranking::background_prior`); `RANKING_QUESTION=w,…` and
+//! `RANKING_ANSWER=w,…` those question and answer weights (`Ranking::question`,
+//! `Ranking::answer`); `RANKING_SWEEP=w:s:n,…` replaces the grid of `--sweep`; `--team URL` pushes the LoCoMo
 //! projects to the team store at `URL` (PostgreSQL with pgvector) and asks every question of
 //! both stores (evidence recall@10, hit@5, hit@1 side by side).
 
@@ -706,6 +708,13 @@ fn main() -> anyhow::Result<()> {
         for w in v.split(',').filter_map(|x| x.parse::<f32>().ok()) {
             let ranking = Ranking { question: w, ..d };
             configs.push(Config { label: format!("question {w}, hybrid"), mode: SearchMode::Hybrid, ranking });
+        }
+    }
+    // `RANKING_ANSWER=w,...`: the default hybrid search with those answer weights.
+    if let Ok(v) = std::env::var("RANKING_ANSWER") {
+        for w in v.split(',').filter_map(|x| x.parse::<f32>().ok()) {
+            let ranking = Ranking { answer: w, ..d };
+            configs.push(Config { label: format!("answer {w}, hybrid"), mode: SearchMode::Hybrid, ranking });
         }
     }
     // `RANKING_PRIOR=w,...`: the default hybrid and semantic search with those background priors.

@@ -108,7 +108,7 @@ impl Index {
         }
         impl Waiting {
             /// Its collection could not be read: listed once, never asked again.
-            fn fail(&mut self, skipped: &mut Vec<Skipped>, error: crate::Error) {
+            fn fail(&mut self, skipped: &mut Vec<Skipped>, error: crate::error::Error) {
                 (self.next, self.failed) = (None, true);
                 skipped.push(Skipped { info: self.info.clone(), error });
             }

@@ -18,10 +18,9 @@ use crate::error::{Error, Result};
 use crate::ids::DocSet;
 pub use glossary::{Glossary, GlossarySkip};
 pub(crate) use glossary::{HAN, HANGUL, KANA, Languages, cjk_languages};
+pub(crate) use tokenize::LexicalScale;
 pub use tokenize::{LexicalQuery, MAX_CLAUSES, analyze, snippet, tokens};
 use tokenize::{TOKENIZER, analyzer};
-
-use crate::search::LexicalScale;
 
 /// A query's words as the lexical index asks them, made once per search and shared by every
 /// collection it asks and by the snippets: the query parsed, its translations when translation

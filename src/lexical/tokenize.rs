@@ -195,6 +195,17 @@ const STOP: &[&str] = &[
     "will", "with", "would", "you", "your",
 ];
 
+/// What calibrates a query's BM25 scores (the lexical index computes it, the fusion of `search` reads it): `reference` is
+/// what BM25 gives a document of average length containing every query term once, so
+/// `BM25 / reference` is the share of the query a document matches, comparable between queries
+/// and collections; `required` is the part of `reference` carried by the quoted phrases,
+/// identifiers and required terms, which every hit matches whatever its length.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct LexicalScale {
+    pub(crate) reference: f32,
+    pub(crate) required: f32,
+}
+
 /// A parsed lexical query.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LexicalQuery {

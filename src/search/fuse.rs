@@ -28,6 +28,7 @@
 use std::collections::HashMap;
 
 use crate::doc::DecisionStatus;
+use crate::lexical::tokenize::LexicalScale;
 use crate::search::fields::RankFields;
 use crate::search::mode::SearchMode;
 use crate::search::ranking::{Context, Fusion, Ranking, Recency, Signals};
@@ -92,17 +93,6 @@ impl Background {
         // A degenerate sample (one vector, identical vectors) must not divide by zero.
         Some((mean as f32, (sd as f32).max(0.02)))
     }
-}
-
-/// What calibrates a query's BM25 scores (used by the fusion below; the lexical index computes it): `reference` is
-/// what BM25 gives a document of average length containing every query term once, so
-/// `BM25 / reference` is the share of the query a document matches, comparable between queries
-/// and collections; `required` is the part of `reference` carried by the quoted phrases,
-/// identifiers and required terms, which every hit matches whatever its length.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct LexicalScale {
-    pub(crate) reference: f32,
-    pub(crate) required: f32,
 }
 
 /// One candidate document of a pool, its signals filled by the collection (raw cosine for
@@ -228,6 +218,21 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
             if c.fields.asks {
                 *s -= ranking.question;
                 c.signals.asked = -ranking.question;
+            }
+        }
+    }
+    // The reply to a message that asked (both candidates) is where its answer most often is.
+    if mode == SearchMode::Hybrid && ranking.answer != 0.0 {
+        let askers: std::collections::HashSet<(usize, u64, u64)> = all
+            .iter()
+            .filter(|(_, c)| c.fields.asks)
+            .filter_map(|(pool, c)| c.fields.position.map(|i| (*pool, c.fields.session, i)))
+            .collect();
+        for (s, (pool, c)) in scores.iter_mut().zip(all.iter_mut()) {
+            let replies = c.fields.position.and_then(|i| i.checked_sub(1));
+            if replies.is_some_and(|j| askers.contains(&(*pool, c.fields.session, j))) {
+                *s += ranking.answer;
+                c.signals.answers = ranking.answer;
             }
         }
     }

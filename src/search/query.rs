@@ -205,6 +205,9 @@ pub(crate) fn validate_ranking(r: &Ranking) -> Result<()> {
     if !(0.0..=100.0).contains(&r.question) {
         return bad("the question weight", r.question, "within 0..=100");
     }
+    if !(0.0..=100.0).contains(&r.answer) {
+        return bad("the answer weight", r.answer, "within 0..=100");
+    }
     if !(0.0..=1e9).contains(&r.background_prior) {
         return bad("the background prior (vectors)", r.background_prior, "within 0..=1e9");
     }

@@ -149,6 +149,19 @@ pub struct Ranking {
     /// off. Default: [`DEFAULT_QUESTION`].
     #[serde(default = "default_question")]
     pub question: f32,
+    /// What a hybrid hit gains when it is the message right after one that ends by asking,
+    /// both among the search's candidates: the reply to a question that matched is where its
+    /// answer most often is. In score units; its relevance reads it. 0 turns it off. Default:
+    /// [`DEFAULT_ANSWER`].
+    #[serde(default = "default_answer")]
+    pub answer: f32,
+}
+
+/// The default [`Ranking::answer`] (docs/ranking.md, «The reply to a question that matched»).
+pub const DEFAULT_ANSWER: f32 = 0.25;
+
+fn default_answer() -> f32 {
+    DEFAULT_ANSWER
 }
 
 /// The default [`Ranking::question`], chosen on the development halves (docs/ranking.md, «A
@@ -190,6 +203,7 @@ impl Default for Ranking {
             decision_lift: DEFAULT_DECISION_LIFT,
             background_prior: DEFAULT_BACKGROUND_PRIOR,
             question: DEFAULT_QUESTION,
+            answer: DEFAULT_ANSWER,
         }
     }
 }
@@ -254,4 +268,8 @@ pub struct Signals {
     /// What the hit lost for ending by asking ([`Ranking::question`]; zero or negative).
     #[serde(default)]
     pub asked: f32,
+    /// What the hit gained as the reply to a message that asked ([`Ranking::answer`]; zero or
+    /// positive).
+    #[serde(default)]
+    pub answers: f32,
 }

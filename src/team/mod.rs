@@ -15,8 +15,10 @@
 //! are per project, so a grant on a project's tables is the boundary between rows, and the
 //! database enforces it for any client, SQL included.
 
+mod access;
 mod bulk;
 mod pull;
+mod reads;
 mod search;
 mod words;
 
@@ -42,9 +44,18 @@ pub const PUSH_BATCH: usize = 200;
 /// search ([`TeamStore::with_exact_up_to`]).
 pub const EXACT_UP_TO: usize = 20_000;
 
+/// Connections a team search reads on at most, each asking one project at a time
+/// ([`TeamStore::with_readers`]).
+pub const TEAM_READERS: usize = 4;
+
 /// A connection to a team store.
 pub struct TeamStore {
     client: Mutex<Client>,
+    /// The URL as given, to open reading connections.
+    url: String,
+    /// Reading connections opened by earlier searches, kept for the next.
+    spare: Mutex<Vec<Client>>,
+    readers: usize,
     batch: usize,
     exact_up_to: f64,
     /// The URL without its password, for messages.
@@ -168,7 +179,24 @@ impl TeamStore {
     pub fn connect(url: &str) -> Result<TeamStore> {
         let shown = redact_url(url);
         let client = Client::connect(url, NoTls).map_err(|e| db_error(&shown, e))?;
-        Ok(TeamStore { client: Mutex::new(client), batch: PUSH_BATCH, exact_up_to: EXACT_UP_TO as f64, shown })
+        Ok(TeamStore {
+            client: Mutex::new(client),
+            url: url.to_string(),
+            spare: Mutex::new(Vec::new()),
+            readers: TEAM_READERS,
+            batch: PUSH_BATCH,
+            exact_up_to: EXACT_UP_TO as f64,
+            shown,
+        })
+    }
+
+    /// How many connections a search reads on at most, each asking one project at a time
+    /// (default [`TEAM_READERS`]; at least 1: 1 asks the projects in turn on the store's own
+    /// connection). They are opened as a search first needs them and kept for the next; a
+    /// server that refuses more connections is asked on those it gave.
+    pub fn with_readers(mut self, connections: usize) -> TeamStore {
+        self.readers = connections.max(1);
+        self
     }
 
     /// Documents per transaction of a push (default [`PUSH_BATCH`]; at least 1).
@@ -232,7 +260,9 @@ impl TeamStore {
              CREATE INDEX IF NOT EXISTS {dt} ON {d} (ts);
              CREATE TABLE IF NOT EXISTS {v} (id uuid NOT NULL REFERENCES {d} (id) ON DELETE CASCADE,
                  chunk int NOT NULL, embedding vector({dim}) NOT NULL, PRIMARY KEY (id, chunk));
-             CREATE INDEX IF NOT EXISTS {vi} ON {v} USING hnsw (embedding vector_cosine_ops);",
+             CREATE INDEX IF NOT EXISTS {vi} ON {v} USING hnsw (embedding vector_cosine_ops);
+             {policies}",
+            policies = access::catalog_policies(&s),
             di = ident("di_", project),
             ds = ident("ds_", project),
             dt = ident("dt_", project),
@@ -243,8 +273,11 @@ impl TeamStore {
             tx.execute("SELECT pg_advisory_xact_lock(hashtext('convdex schema'))", &[])?;
             tx.batch_execute(&ddl)?;
             tx.execute(
-                &format!("INSERT INTO {s}.projects (project, path) VALUES ($1, $2) ON CONFLICT DO NOTHING"),
-                &[&project, &root],
+                &format!(
+                    "INSERT INTO {s}.projects (project, path, docs) VALUES ($1, $2, $3)
+                     ON CONFLICT (project) DO UPDATE SET docs = EXCLUDED.docs WHERE {s}.projects.docs IS NULL"
+                ),
+                &[&project, &root, &d],
             )?;
             tx.execute(
                 &format!("INSERT INTO {s}.models (project, model, dim) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"),
@@ -437,93 +470,6 @@ impl TeamStore {
             )?
             .get(0))
         })
-    }
-
-    /// The tenants and projects the store holds that this connection's role can read.
-    pub fn projects(&self) -> Result<Vec<(String, String)>> {
-        self.with(|c| {
-            let schemas: Vec<String> = c
-                .query(
-                    "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'cdx\\_%' AND has_schema_privilege(oid, 'USAGE')",
-                    &[],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            let mut out = Vec::new();
-            for name in schemas {
-                let tenant = name.trim_start_matches("cdx_").to_string();
-                let rows = match c.query(&format!("SELECT project FROM {}.projects ORDER BY project", schema(&tenant)), &[]) {
-                    Ok(rows) => rows,
-                    Err(e) if e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) => continue,
-                    Err(e) => return Err(e),
-                };
-                for r in rows {
-                    let project: String = r.get(0);
-                    let table = docs_table(&tenant, &project);
-                    let can: bool = c.query_one("SELECT has_table_privilege($1, 'SELECT')", &[&table])?.get(0);
-                    if can {
-                        out.push((tenant.clone(), project));
-                    }
-                }
-            }
-            Ok(out)
-        })
-    }
-
-    /// Gives the database role `role` a tenant (every project, and those pushed later) or one
-    /// project of it: read, write and forget. The role must exist in the database.
-    pub fn grant(&self, role: &str, tenant: &str, project: Option<&str>) -> Result<()> {
-        let (s, r) = (schema(tenant), ident("", role));
-        let mut sql = format!(
-            "GRANT USAGE ON SCHEMA {s} TO {r};
-             GRANT SELECT ON {s}.projects, {s}.models TO {r};
-             GRANT SELECT, INSERT ON {s}.forgotten TO {r};"
-        );
-        match project {
-            Some(p) => {
-                let tables = self.tables_of(tenant, p)?;
-                sql.push_str(&format!("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {r};", tables.join(", ")));
-            }
-            None => sql.push_str(&format!(
-                "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {s} TO {r};
-                 ALTER DEFAULT PRIVILEGES IN SCHEMA {s} GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {r};"
-            )),
-        }
-        self.with(|c| c.batch_execute(&sql))
-    }
-
-    /// Takes back what [`TeamStore::grant`] gave.
-    pub fn revoke(&self, role: &str, tenant: &str, project: Option<&str>) -> Result<()> {
-        let (s, r) = (schema(tenant), ident("", role));
-        let sql = match project {
-            Some(p) => format!("REVOKE ALL ON {} FROM {r};", self.tables_of(tenant, p)?.join(", ")),
-            None => format!(
-                "ALTER DEFAULT PRIVILEGES IN SCHEMA {s} REVOKE ALL ON TABLES FROM {r};
-                 REVOKE ALL ON ALL TABLES IN SCHEMA {s} FROM {r};
-                 REVOKE ALL ON SCHEMA {s} FROM {r};"
-            ),
-        };
-        self.with(|c| c.batch_execute(&sql))
-    }
-
-    /// A project's tables: its documents and one vectors table per model.
-    fn tables_of(&self, tenant: &str, project: &str) -> Result<Vec<String>> {
-        let s = schema(tenant);
-        let models: Vec<String> = self
-            .with(|c| c.query(&format!("SELECT model FROM {s}.models WHERE project = $1"), &[&project]))
-            .map(|rows| rows.iter().map(|r| r.get(0)).collect())?;
-        if models.is_empty() {
-            return Err(Error::Team {
-                store: self.shown.clone(),
-                reason: format!("tenant `{tenant}` has no project `{project}` in the team store"),
-                fix: "push the project first (`convdex push --project P`), or check the names with `convdex team list`"
-                    .into(),
-            });
-        }
-        let mut out = vec![docs_table(tenant, project)];
-        out.extend(models.iter().map(|m| vectors_table(tenant, project, m)));
-        Ok(out)
     }
 }
 

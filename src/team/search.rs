@@ -9,16 +9,17 @@ use serde::Serialize;
 
 use uuid::Uuid;
 
-use super::words::{Corpus, Question, Words, quoted};
+use super::words::{Question, Words};
 use super::{TeamStore, docs_table, vector_literal, vectors_table};
-use crate::collection::{LANGUAGE_SAMPLE, LANGUAGE_SHARE, query_vectors};
+use crate::collection::query_vectors;
 use crate::doc::Document;
 use crate::embed::Embedder;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::lexical::LexicalScale;
 use crate::lexical::tokenize::is_cjk;
-use crate::lexical::{Glossary, HAN, HANGUL, KANA, Languages};
+use crate::lexical::{Glossary, Languages};
 use crate::search::fields::RankFields;
-use crate::search::fuse::{self, Background, Candidate, LexicalScale, POOL_DEPTH, Pool};
+use crate::search::fuse::{self, Background, Candidate, POOL_DEPTH, Pool};
 use crate::search::{Filter, Query, Ranking, SearchMode, Signals, asks_about_a_decision};
 use crate::text::paths;
 
@@ -132,38 +133,24 @@ impl TeamQuery {
     }
 }
 
-/// Rows of the sample a larger project's mean length and common terms are read from.
-const SAMPLE_ROWS: f64 = 5_000.0;
-/// A sample of fewer rows (the planner's statistics overstate the project: much of it was
-/// deleted since they were made) is not read: the project is counted exactly.
-const MIN_SAMPLE: f32 = 500.0;
-/// In a larger project, a term in more than this share of its documents (and at least
-/// [`COMMON_FLOOR`] of them) is common: its frequency is estimated, and it chooses no candidates
-/// while the question has a rarer word (it still counts in every candidate's BM25).
-const COMMON_SHARE: f32 = 0.02;
-const COMMON_FLOOR: f32 = 2_000.0;
-
-/// How many rows the planner's statistics (refreshed by a push) say `table` holds; -1 when it
-/// has none yet.
-fn planned_rows(c: &mut postgres::Client, table: &str) -> std::result::Result<f64, postgres::Error> {
-    let sql = "SELECT coalesce((SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass($1)), -1)";
-    Ok(c.query_one(sql, &[&table])?.get(0))
+/// One project a search asks: its folder (for files typed absolute) and the question's vectors
+/// for it (none: its vectors are another model's, or the search is by words).
+struct Ask {
+    tenant: String,
+    project: String,
+    root: Option<String>,
+    literals: Vec<String>,
 }
 
-/// The question's cosine with each of its `n` vectors (parameters `$1`..`$n`, vector literals),
-/// as SQL columns over a vectors table's `embedding`; `max` takes each one's best over a group.
-fn cosine_columns(n: usize, max: bool) -> String {
-    (1..=n)
-        .map(|i| {
-            let c = format!("1 - (embedding <=> ${i}::text::vector)");
-            if max { format!("max({c})::real") } else { format!("({c})::real") }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+/// What every project of one search is asked.
+#[derive(Clone, Copy)]
+struct How<'a> {
+    q: &'a TeamQuery,
+    question: &'a Question,
+    by_words: bool,
+    model: &'a str,
+    want: usize,
 }
-
-/// A background's mean and spread (`None`: no sample).
-type Moments = Option<(f32, f32)>;
 
 /// A hit of the team store.
 #[derive(Debug, Clone, Serialize)]
@@ -174,10 +161,10 @@ pub struct TeamHit {
     pub project: String,
     /// The document.
     pub doc: Document,
-    /// The score of the local ranking (calibrated fusion, context; [`crate::Hit::score`]).
+    /// The score of the local ranking (calibrated fusion, context; [`crate::search::Hit::score`]).
     pub score: f32,
     /// How likely this hit answers the question, 0–100, read as a local hit's
-    /// ([`crate::Hit::relevance`]).
+    /// ([`crate::search::Hit::relevance`]).
     pub relevance: u8,
     /// Cosine similarity to the question (its best chunk), when searched by meaning.
     pub similarity: Option<f32>,
@@ -216,161 +203,60 @@ impl TeamStore {
         let model = embedder.map_or(String::new(), |e| e.model_id().to_string());
         let cjk = q.text.chars().any(is_cjk);
         let glossable = q.ranking.gloss > 0.0 && !glossary.glosses_in(&q.text, &[false, true, true, true]).is_empty();
+        let asked: Vec<(String, String)> = self
+            .projects()?
+            .into_iter()
+            .filter(|(t, p)| q.tenant.as_ref().is_none_or(|x| x == t) && q.project.as_ref().is_none_or(|x| x == p))
+            .collect();
+        // What each project needs before it is asked, read on several connections at once.
+        let needs = self.each(&asked, |(tenant, project)| {
+            let root = if q.filter.files.is_empty() && q.filter.file_prefix.is_none() {
+                None
+            } else {
+                self.project_root(tenant, project)?
+            };
+            let vectors = embedder.is_some() && self.has_model(tenant, project, &model)?;
+            // Read only when the question has words the glossary writes in those languages; a
+            // project that cannot be read for it counts as English, as locally.
+            let held = if vectors && !cjk && glossable {
+                self.languages(tenant, project).unwrap_or([false; 4])
+            } else {
+                [false; 4]
+            };
+            Ok((root, vectors, held))
+        })?;
         // The question's vectors (as vector literals) for each set of languages a project is
         // written in, made once each; and its own embedding, which an English question's
         // glossed pairs start from.
         let mut vectors: HashMap<Languages, Vec<String>> = HashMap::new();
         let mut own: Option<Vec<f32>> = None;
-        let mut pools: Vec<Pool> = Vec::new();
-        let mut owners: Vec<(String, String, Vec<Document>)> = Vec::new();
-        for (tenant, project) in self.projects()? {
-            if q.tenant.as_ref().is_some_and(|t| *t != tenant) || q.project.as_ref().is_some_and(|p| *p != project) {
-                continue;
-            }
-            let d = docs_table(&tenant, &project);
-            let root = if q.filter.files.is_empty() && q.filter.file_prefix.is_none() {
-                None
-            } else {
-                self.project_root(&tenant, &project)?
-            };
-            let literals: Vec<String> = match embedder {
-                Some(e) if self.has_model(&tenant, &project, &model)? => {
-                    // Read only when the question has words the glossary writes in those
-                    // languages; a project that cannot be read for it counts as English, as
-                    // locally.
-                    let held = if cjk || !glossable {
-                        [false; 4]
-                    } else {
-                        self.languages(&tenant, &project).unwrap_or([false; 4])
-                    };
-                    match vectors.entry(held) {
-                        std::collections::hash_map::Entry::Occupied(o) => o.get().clone(),
-                        std::collections::hash_map::Entry::Vacant(slot) => {
-                            let v = query_vectors(e, &q.text, q.ranking.gloss, glossary, &held, own.as_deref())?;
-                            if !cjk && own.is_none() {
-                                own = v.first().cloned();
-                            }
-                            slot.insert(v.iter().map(|x| vector_literal(x)).collect()).clone()
-                        }
-                    }
+        for (_, _, held) in needs.iter().filter(|n| n.1) {
+            let Some(e) = embedder else { break };
+            if !vectors.contains_key(held) {
+                let v = query_vectors(e, &q.text, q.ranking.gloss, glossary, held, own.as_deref())?;
+                if !cjk && own.is_none() {
+                    own = v.first().cloned();
                 }
-                _ => Vec::new(),
-            };
-            let mut docs: HashMap<Uuid, Document> = HashMap::new();
-            // By meaning: up to `want` new documents per vector, nearest first.
-            let vt = vectors_table(&tenant, &project, &model);
-            let mut semantic: Vec<Uuid> = Vec::new();
-            for v in &literals {
-                let (filters, mut params) = q.clauses(2, root.as_deref());
-                params.insert(0, Box::new(v.clone()));
-                // Rows are chunks: a document's best comes first.
-                let sql = format!(
-                    "SELECT d.doc::text FROM {vt} v JOIN {d} d ON d.id = v.id
-                     WHERE {filters} ORDER BY v.embedding <=> $1::text::vector LIMIT {}",
-                    want * 2
-                );
-                // A filter: an exact scan (the graph of pgvector 0.6 filters after its walk and
-                // can return fewer than asked); none: the graph, searched wide enough.
-                let setting = if !q.filter.is_empty() {
-                    "SET LOCAL enable_indexscan = off".to_string()
-                } else {
-                    format!("SET LOCAL hnsw.ef_search = {}", (want * 2).clamp(40, 1000))
-                };
-                let mut taken = 0;
-                for doc in self.rows(&setting, &sql, &params)? {
-                    if taken < want && !semantic.contains(&doc.id) {
-                        taken += 1;
-                        semantic.push(doc.id);
-                        docs.entry(doc.id).or_insert(doc);
-                    }
-                }
+                vectors.insert(*held, v.iter().map(|x| vector_literal(x)).collect());
             }
-            // By words: the candidates of the question's words and of each translation, wider
-            // than kept (`ts_rank` knows no document frequency), re-scored by BM25.
-            let mut lexical: HashMap<Uuid, (f32, bool)> = HashMap::new();
-            let mut corpus = None;
-            if by_words {
-                let c = self.corpus(&d, &question.terms())?;
-                let mut found: Vec<Uuid> = Vec::new();
-                for asked in question.asked() {
-                    let Some(words) = asked.candidates(&c) else { continue };
-                    let (filters, mut params) = q.clauses(2, root.as_deref());
-                    params.insert(0, Box::new(words));
-                    let sql = format!(
-                        "SELECT d.doc::text FROM {d} d, (SELECT $1::text::tsquery AS w) q
-                         WHERE d.words @@ q.w AND {filters} ORDER BY ts_rank(d.words, q.w) DESC LIMIT {}",
-                        want * 3
-                    );
-                    for doc in self.rows("SET LOCAL enable_seqscan = on", &sql, &params)? {
-                        found.push(doc.id);
-                        docs.entry(doc.id).or_insert(doc);
-                    }
-                }
-                let scoring = question.in_corpus(&c);
-                let mut scored: Vec<(Uuid, (f32, bool))> = found
-                    .into_iter()
-                    .collect::<std::collections::HashSet<_>>()
-                    .into_iter()
-                    .filter_map(|id| scoring.score(&Words::of(&docs[&id])).map(|s| (id, s)))
-                    .collect();
-                scored.sort_by(|a, b| b.1.0.total_cmp(&a.1.0).then(a.0.cmp(&b.0)));
-                scored.truncate(want);
-                lexical.extend(scored);
-                corpus = Some(c);
-            }
-            // Every candidate's cosine (its best chunk's, the best over the question's vectors),
-            // and the background: the question's cosines over a fixed sample of the project's
-            // vectors, standing for all of them.
-            let mut cosine: HashMap<Uuid, f32> = HashMap::new();
-            let mut background = Background::default();
-            if !literals.is_empty() {
-                let words_only = lexical.keys().filter(|id| !semantic.contains(id));
-                let everyone: Vec<Uuid> = semantic.iter().chain(words_only).copied().collect();
-                let scales;
-                (background, scales) = self.backgrounds(&vt, &literals)?;
-                cosine = self.cosines(&vt, &literals, &scales, &everyone)?;
-                // The nearest `want` by their exact cosine, as locally.
-                semantic.sort_by(|a, b| {
-                    let c = |id| cosine.get(id).copied().unwrap_or(f32::MIN);
-                    c(b).total_cmp(&c(a)).then(a.cmp(b))
-                });
-                semantic.truncate(want);
-            }
-            // Every candidate scored on both signals: the words of those found by meaning only.
-            if let Some(c) = &corpus {
-                let scoring = question.in_corpus(c);
-                for id in &semantic {
-                    if let std::collections::hash_map::Entry::Vacant(slot) = lexical.entry(*id)
-                        && let Some(s) = scoring.score(&Words::of(&docs[id]))
-                    {
-                        slot.insert(s);
-                    }
-                }
-            }
-            // The candidates: those found by meaning, then those found by words only.
-            let mut ids: Vec<Uuid> = semantic;
-            let mut words_only: Vec<Uuid> = lexical.keys().filter(|id| !ids.contains(id)).copied().collect();
-            words_only.sort();
-            ids.extend(words_only);
-            let docs: Vec<Document> = ids.iter().filter_map(|id| docs.remove(id)).collect();
-            let candidates = docs
-                .iter()
-                .enumerate()
-                .map(|(i, doc)| Candidate {
-                    id: i as u64,
-                    fields: RankFields::of(doc),
-                    chunk: 0,
-                    signals: Signals {
-                        semantic: cosine.get(&doc.id).copied(),
-                        lexical: lexical.get(&doc.id).map(|x| x.0),
-                        translated: lexical.get(&doc.id).is_some_and(|x| x.1),
-                        ..Default::default()
-                    },
-                })
-                .collect();
-            let scale = corpus.as_ref().map_or_else(LexicalScale::default, |c| question.in_corpus(c).scale());
-            pools.push(Pool { candidates, model: model.clone(), background, lexical: scale });
-            owners.push((tenant, project, docs));
+        }
+        let asks: Vec<Ask> = asked
+            .into_iter()
+            .zip(needs)
+            .map(|((tenant, project), (root, has, held))| Ask {
+                literals: if has { vectors[&held].clone() } else { Vec::new() },
+                tenant,
+                project,
+                root,
+            })
+            .collect();
+        let how = How { q, question: &question, by_words, model: &model, want };
+        let found = self.each(&asks, |a| self.candidates(&how, a))?;
+        let mut pools: Vec<Pool> = Vec::with_capacity(found.len());
+        let mut owners: Vec<(String, String, Vec<Document>)> = Vec::with_capacity(found.len());
+        for (a, (pool, docs)) in asks.into_iter().zip(found) {
+            pools.push(pool);
+            owners.push((a.tenant, a.project, docs));
         }
         let ranked = fuse::rank(pools, q.mode, &q.ranking, asks_about_a_decision(&q.text));
         let mut hits = Vec::with_capacity(q.limit);
@@ -390,188 +276,125 @@ impl TeamStore {
         Ok(hits)
     }
 
-    /// The question's backgrounds in a project: the first vector's, standing for every vector
-    /// of the project (it calibrates the pool), and each vector's moments (a second vector's
-    /// cosines are read on the first one's scale, as locally).
-    fn backgrounds(&self, vt: &str, literals: &[String]) -> Result<(Background, Vec<Moments>)> {
-        let params: Vec<&(dyn ToSql + Sync)> = literals.iter().map(|l| l as &(dyn ToSql + Sync)).collect();
-        let (rows, count) = self.with(|c| {
-            let rows = c.query(
-                &format!(
-                    "SELECT {} FROM {vt} ORDER BY id, chunk LIMIT {}",
-                    cosine_columns(literals.len(), false),
-                    fuse::BACKGROUND_SAMPLE
-                ),
-                &params,
-            )?;
-            // The planner's count for a large table (a push refreshes it), an exact one else.
-            let planned = planned_rows(c, vt)?;
-            let count: i64 = if planned >= self.exact_up_to {
-                planned as i64
+    /// A project's candidates, each scored on both signals, as a pool of the ranking, and their
+    /// documents in the pool's order.
+    fn candidates(&self, how: &How<'_>, a: &Ask) -> Result<(Pool, Vec<Document>)> {
+        let How { q, question, by_words, model, want } = *how;
+        let (d, literals) = (docs_table(&a.tenant, &a.project), &a.literals);
+        let mut docs: HashMap<Uuid, Document> = HashMap::new();
+        // By meaning: up to `want` new documents per vector, nearest first.
+        let vt = vectors_table(&a.tenant, &a.project, model);
+        let mut semantic: Vec<Uuid> = Vec::new();
+        for v in literals {
+            let (filters, mut params) = q.clauses(2, a.root.as_deref());
+            params.insert(0, Box::new(v.clone()));
+            // Rows are chunks: a document's best comes first.
+            let sql = format!(
+                "SELECT d.doc::text FROM {vt} v JOIN {d} d ON d.id = v.id
+                 WHERE {filters} ORDER BY v.embedding <=> $1::text::vector LIMIT {}",
+                want * 2
+            );
+            // A filter: an exact scan (the graph of pgvector 0.6 filters after its walk and
+            // can return fewer than asked); none: the graph, searched wide enough.
+            let setting = if !q.filter.is_empty() {
+                "SET LOCAL enable_indexscan = off".to_string()
             } else {
-                c.query_one(&format!("SELECT count(*) FROM {vt}"), &[])?.get(0)
+                format!("SET LOCAL hnsw.ef_search = {}", (want * 2).clamp(40, 1000))
             };
-            Ok((rows, count))
-        })?;
-        let mut each = vec![Background::default(); literals.len()];
-        for r in rows {
-            for (i, b) in each.iter_mut().enumerate() {
-                b.add(r.get(i));
+            let mut taken = 0;
+            for doc in self.rows(&setting, &sql, &params)? {
+                if taken < want && !semantic.contains(&doc.id) {
+                    taken += 1;
+                    semantic.push(doc.id);
+                    docs.entry(doc.id).or_insert(doc);
+                }
             }
         }
-        each[0].represents(count.max(0) as usize);
-        Ok((each[0], each.iter().map(Background::moments).collect()))
-    }
-
-    /// The exact cosine of each document's best chunk with the best of the question's vectors,
-    /// a second vector's read against its own background and written on the first one's scale
-    /// (`crate::collection`'s `best_cosines`).
-    fn cosines(&self, vt: &str, literals: &[String], scales: &[Moments], ids: &[Uuid]) -> Result<HashMap<Uuid, f32>> {
-        if ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let ids = ids.to_vec();
-        let mut params: Vec<&(dyn ToSql + Sync)> = literals.iter().map(|l| l as &(dyn ToSql + Sync)).collect();
-        params.push(&ids);
-        let rows = self.with(|c| {
-            c.query(
-                &format!(
-                    "SELECT id, {} FROM {vt} WHERE id = ANY(${}) GROUP BY id",
-                    cosine_columns(literals.len(), true),
-                    literals.len() + 1
-                ),
-                &params,
-            )
-        })?;
-        let rescale = |i: usize, c: f32| match (scales.first().copied().flatten(), scales.get(i).copied().flatten()) {
-            (Some((m0, s0)), Some((mi, si))) if i > 0 => m0 + s0 * (c - mi) / si,
-            _ => c,
-        };
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let best = (0..literals.len()).map(|i| rescale(i, r.get(i + 1))).fold(f32::MIN, f32::max);
-                (r.get(0), best)
-            })
-            .collect())
-    }
-
-    /// What calibrates a project's BM25 for `terms`: its documents, their mean length and each
-    /// term's document frequency. Counted exactly in a project of fewer than
-    /// [`TeamStore::with_exact_up_to`] documents (as the planner's statistics know it); in a larger one, the number of documents
-    /// is the planner's, the mean length is read from a sample of about 5,000 rows, and a term
-    /// is counted exactly up to [`Corpus::common`] documents, a more common one estimated from
-    /// the sample: a search reads a bounded number of rows whatever the project's size.
-    fn corpus(&self, d: &str, terms: &[String]) -> Result<Corpus> {
-        let each: Vec<String> = terms.iter().map(|t| quoted(t)).collect();
-        self.with(|c| {
-            let planned = planned_rows(c, d)?;
-            // Counted exactly: a small project, or one the statistics overstate (its sample
-            // would be too small to read).
-            let exact = |c: &mut postgres::Client| -> std::result::Result<Corpus, postgres::Error> {
-                let row =
-                    c.query_one(&format!("SELECT count(*), coalesce(avg(length(words)), 0)::real FROM {d}"), &[])?;
-                let df: Vec<f32> = c
-                    .query(
-                        &format!(
-                            "SELECT (SELECT count(*) FROM {d} WHERE words @@ x::tsquery)::real
-                             FROM unnest($1::text[]) WITH ORDINALITY AS u(x, i) ORDER BY i"
-                        ),
-                        &[&each],
-                    )?
-                    .iter()
-                    .map(|r| r.get(0))
-                    .collect();
-                Ok(Corpus {
-                    docs: row.get::<_, i64>(0) as f32,
-                    mean_len: row.get(1),
-                    df: terms.iter().cloned().zip(df).collect(),
-                    common: None,
-                })
-            };
-            if planned < self.exact_up_to {
-                return exact(c);
+        // By words: the candidates of the question's words and of each translation, wider
+        // than kept (`ts_rank` knows no document frequency), re-scored by BM25.
+        let mut lexical: HashMap<Uuid, (f32, bool)> = HashMap::new();
+        let mut corpus = None;
+        if by_words {
+            let c = self.corpus(&d, &question.terms())?;
+            let mut found: Vec<Uuid> = Vec::new();
+            for asked in question.asked() {
+                let Some(words) = asked.candidates(&c) else { continue };
+                let (filters, mut params) = q.clauses(2, a.root.as_deref());
+                params.insert(0, Box::new(words));
+                let sql = format!(
+                    "SELECT d.doc::text FROM {d} d, (SELECT $1::text::tsquery AS w) q
+                     WHERE d.words @@ q.w AND {filters} ORDER BY ts_rank(d.words, q.w) DESC LIMIT {}",
+                    want * 3
+                );
+                for doc in self.rows("SET LOCAL enable_seqscan = on", &sql, &params)? {
+                    found.push(doc.id);
+                    docs.entry(doc.id).or_insert(doc);
+                }
             }
-            let docs = planned as f32;
-            let common = (COMMON_SHARE * docs).max(COMMON_FLOOR);
-            let percent = (100.0 * SAMPLE_ROWS / planned).clamp(0.01, 100.0);
-            // One sample (the same pages while the table is unchanged): its size, mean length,
-            // and each term's count in it; then each term's count, exact up to `common`.
-            let rows = c.query(
-                &format!(
-                    "WITH s AS MATERIALIZED (SELECT words FROM {d} TABLESAMPLE SYSTEM ({percent}) REPEATABLE (7))
-                     SELECT (SELECT count(*) FROM s)::real, (SELECT coalesce(avg(length(words)), 0) FROM s)::real,
-                            (SELECT count(*) FROM s WHERE words @@ x::tsquery)::real,
-                            (SELECT count(*) FROM (SELECT 1 FROM {d} WHERE words @@ x::tsquery LIMIT {limit}) m)::real
-                     FROM unnest($1::text[]) WITH ORDINALITY AS u(x, i) ORDER BY i",
-                    limit = common as i64 + 1
-                ),
-                &[&each],
-            )?;
-            let sampled: f32 = rows.first().map_or(0.0, |r| r.get(0));
-            if sampled < MIN_SAMPLE {
-                return exact(c);
-            }
-            let mean_len: f32 = rows.first().map_or(0.0, |r| r.get(1));
-            let df = terms
-                .iter()
-                .cloned()
-                .zip(rows.iter().map(|r| {
-                    let (in_sample, counted): (f32, f32) = (r.get(2), r.get(3));
-                    if counted <= common { counted } else { (in_sample / sampled * docs).max(counted) }
-                }))
+            let scoring = question.in_corpus(&c);
+            let mut scored: Vec<(Uuid, (f32, bool))> = found
+                .into_iter()
+                .collect::<std::collections::HashSet<_>>()
+                .into_iter()
+                .filter_map(|id| scoring.score(&Words::of(&docs[&id])).map(|s| (id, s)))
                 .collect();
-            Ok(Corpus { docs, mean_len, df, common: Some(common) })
-        })
-    }
-
-    /// The Chinese, Japanese and Korean a project's messages are written in, read as a local
-    /// collection reads them ([`crate::collection`]'s languages: a language counts when at
-    /// least a fifth of up to 2,000 sampled messages carry its script), over the first messages
-    /// by id (ids are hashes: a sample spread over the project).
-    fn languages(&self, tenant: &str, project: &str) -> Result<Languages> {
-        let class = |ranges: &[(char, char)]| {
-            format!("[{}]", ranges.iter().map(|(a, b)| format!("{a}-{b}")).collect::<String>())
-        };
-        let (han, kana, hangul) = (class(&HAN), class(&KANA), class(&HANGUL));
-        let d = docs_table(tenant, project);
-        let counts: Vec<i64> = self.with(|c| {
-            let r = c.query_one(
-                &format!(
-                    "SELECT count(*), count(*) FILTER (WHERE content ~ $1 AND content !~ $2),
-                            count(*) FILTER (WHERE content ~ $2), count(*) FILTER (WHERE content ~ $3)
-                     FROM (SELECT content FROM {d} WHERE kind = 'message' ORDER BY id LIMIT {LANGUAGE_SAMPLE}) s"
-                ),
-                &[&han, &kana, &hangul],
-            )?;
-            Ok((0..4).map(|i| r.get(i)).collect())
-        })?;
-        let read = counts[0] as f64;
-        Ok([0_usize, 1, 2, 3].map(|i| i > 0 && read > 0.0 && counts[i] as f64 >= LANGUAGE_SHARE * read))
-    }
-
-    /// Runs `sql`, which selects a document's JSON, after `setting` in one transaction: the
-    /// documents, in the query's order.
-    fn rows(&self, setting: &str, sql: &str, params: &[Box<dyn ToSql + Sync>]) -> Result<Vec<Document>> {
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-        let rows = self.with(|c| {
-            let mut tx = c.transaction()?;
-            tx.batch_execute(setting)?;
-            let rows = tx.query(sql, &refs)?;
-            tx.commit()?;
-            Ok(rows)
-        })?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in rows {
-            let json: String = r.get(0);
-            let doc: Document = serde_json::from_str(&json).map_err(|e| Error::Team {
-                store: self.shown.clone(),
-                reason: format!("a stored document does not decode ({e})"),
-                fix: "push the project again from a machine that holds it (`convdex push`)".into(),
-            })?;
-            out.push(doc);
+            scored.sort_by(|a, b| b.1.0.total_cmp(&a.1.0).then(a.0.cmp(&b.0)));
+            scored.truncate(want);
+            lexical.extend(scored);
+            corpus = Some(c);
         }
-        Ok(out)
+        // Every candidate's cosine (its best chunk's, the best over the question's vectors),
+        // and the background: the question's cosines over a fixed sample of the project's
+        // vectors, standing for all of them.
+        let mut cosine: HashMap<Uuid, f32> = HashMap::new();
+        let mut background = Background::default();
+        if !literals.is_empty() {
+            let words_only = lexical.keys().filter(|id| !semantic.contains(id));
+            let everyone: Vec<Uuid> = semantic.iter().chain(words_only).copied().collect();
+            let scales;
+            (background, scales) = self.backgrounds(&vt, literals)?;
+            cosine = self.cosines(&vt, literals, &scales, &everyone)?;
+            // The nearest `want` by their exact cosine, as locally.
+            semantic.sort_by(|a, b| {
+                let c = |id| cosine.get(id).copied().unwrap_or(f32::MIN);
+                c(b).total_cmp(&c(a)).then(a.cmp(b))
+            });
+            semantic.truncate(want);
+        }
+        // Every candidate scored on both signals: the words of those found by meaning only.
+        if let Some(c) = &corpus {
+            let scoring = question.in_corpus(c);
+            for id in &semantic {
+                if let std::collections::hash_map::Entry::Vacant(slot) = lexical.entry(*id)
+                    && let Some(s) = scoring.score(&Words::of(&docs[id]))
+                {
+                    slot.insert(s);
+                }
+            }
+        }
+        // The candidates: those found by meaning, then those found by words only.
+        let mut ids: Vec<Uuid> = semantic;
+        let mut words_only: Vec<Uuid> = lexical.keys().filter(|id| !ids.contains(id)).copied().collect();
+        words_only.sort();
+        ids.extend(words_only);
+        let docs: Vec<Document> = ids.iter().filter_map(|id| docs.remove(id)).collect();
+        let candidates = docs
+            .iter()
+            .enumerate()
+            .map(|(i, doc)| Candidate {
+                id: i as u64,
+                fields: RankFields::of(doc),
+                chunk: 0,
+                signals: Signals {
+                    semantic: cosine.get(&doc.id).copied(),
+                    lexical: lexical.get(&doc.id).map(|x| x.0),
+                    translated: lexical.get(&doc.id).is_some_and(|x| x.1),
+                    ..Default::default()
+                },
+            })
+            .collect();
+        let scale = corpus.as_ref().map_or_else(LexicalScale::default, |c| question.in_corpus(c).scale());
+        Ok((Pool { candidates, model: model.to_string(), background, lexical: scale }, docs))
     }
 }
 

@@ -1,15 +1,14 @@
 //! A team search's words: the question's lexemes and its translations (the glossary's forms of
-//! its words in the other languages, [`crate::Ranking::translation`]), each candidate scored by
+//! its words in the other languages, [`crate::search::Ranking::translation`]), each candidate scored by
 //! BM25 over its words with the project's document frequencies, as the local lexical index
-//! scores them (`crate::lexical`: a translation's match counts its weight times its share of the
+//! scores them (the lexical module: a translation's match counts its weight times its share of the
 //! translation, written as the BM25 that share of the question would score).
 
 use std::collections::{HashMap, HashSet};
 
-use super::lexemes;
 use crate::doc::Document;
+use crate::lexical::LexicalScale;
 use crate::lexical::{Glossary, LexicalQuery};
-use crate::search::fuse::LexicalScale;
 
 /// BM25's term-frequency saturation and length normalisation (tantivy's, the local index's).
 const BM25_K1: f32 = 1.2;
@@ -70,14 +69,15 @@ pub(super) struct Asked {
 }
 
 impl Asked {
+    /// The question's own words as the local index parses them ([`LexicalQuery::parse`]):
+    /// common words ("the", "did", "when") left out, as locally.
     fn own(text: &str) -> Asked {
-        let terms = lexemes(text);
-        Asked { single: terms.clone(), terms, groups: Vec::new() }
+        Asked::of(&LexicalQuery::parse(text))
     }
 
-    /// A translation: its phrases, identifiers and terms count alone (matched as words: the
-    /// team store requires none of them), its concepts once each.
-    fn translated(q: &LexicalQuery) -> Asked {
+    /// A parsed query or a translation: its phrases, identifiers and terms count alone (matched
+    /// as words: the team store requires none of them), its concepts once each.
+    fn of(q: &LexicalQuery) -> Asked {
         let mut single: Vec<String> = q.phrases.iter().flatten().map(|(_, t)| t.clone()).collect();
         for (whole, parts) in &q.identifiers {
             single.push(whole.clone());
@@ -138,7 +138,7 @@ impl Question {
         let translations = if weight > 0.0 { glossary.translations(text) } else { Vec::new() };
         Question {
             own: Asked::own(text),
-            translations: translations.iter().filter(|t| !t.is_empty()).map(Asked::translated).collect(),
+            translations: translations.iter().filter(|t| !t.is_empty()).map(Asked::of).collect(),
             weight,
         }
     }
@@ -257,18 +257,20 @@ mod tests {
 
     #[test]
     fn common_words_choose_no_candidates_while_a_rarer_one_does() {
-        let q = Question::new("the auth module", 0.0, &Glossary::builtin());
+        let q = Question::new("the config of auth", 0.0, &Glossary::builtin());
         let own = q.asked().next().unwrap();
+        assert_eq!(own.terms, ["config", "auth"], "the words a local search leaves out are left out");
         let df = |pairs: &[(&str, f32)]| pairs.iter().map(|(t, n)| (t.to_string(), *n)).collect();
         let mut c =
-            Corpus { docs: 100_000.0, mean_len: 20.0, df: df(&[("the", 90_000.0), ("auth", 40.0)]), common: None };
-        assert_eq!(own.candidates(&c).as_deref(), Some("'the' | 'auth'"), "exact: every word the project holds");
+            Corpus { docs: 100_000.0, mean_len: 20.0, df: df(&[("config", 90_000.0), ("auth", 40.0)]), common: None };
+        assert_eq!(own.candidates(&c).as_deref(), Some("'config' | 'auth'"), "exact: every word the project holds");
         c.common = Some(2_000.0);
         assert_eq!(own.candidates(&c).as_deref(), Some("'auth'"), "large: the common word chooses none");
-        c.df = df(&[("the", 90_000.0)]);
-        assert_eq!(own.candidates(&c).as_deref(), Some("'the'"), "only common words: they choose");
+        c.df = df(&[("config", 90_000.0)]);
+        assert_eq!(own.candidates(&c).as_deref(), Some("'config'"), "only common words: they choose");
         c.df = df(&[]);
         assert_eq!(own.candidates(&c), None, "no word held: no query");
+        assert!(Question::new("what did we do", 0.0, &Glossary::builtin()).is_empty(), "common words alone: no words");
     }
 
     #[test]

@@ -204,7 +204,14 @@ fn a_team_store_on_real_postgres() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains(&decision.session_id), "the mirror answers offline");
 
-    // Who sees what: bob has no grant, alice has the project; revoked, she reads nothing.
+    // Who sees what: bob has no grant, alice has the project; revoked, she reads nothing. A
+    // second project of the tenant, which nobody is granted, shares its catalog tables.
+    let secret = tmp.path().join("secret");
+    let other =
+        Index::open(&secret, Options::default().embedder(std::sync::Arc::new(convdex::HashEmbedder::new(64)))).unwrap();
+    let hidden = Document::message("s-hidden", "u-hidden", 0, convdex::Role::User, "the launch checklist lives here");
+    other.collection("local", "secret-project").unwrap().add(std::slice::from_ref(&hidden)).unwrap();
+    TeamStore::connect(&pg.url).unwrap().push(&other, None).unwrap();
     sql(&pg.url, "CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN").unwrap();
     let status = convdex(&a, &["team", "--team", &pg.url, "grant", "alice", "--tenant", "local", "--project", PROJECT])
         .status()
@@ -222,6 +229,36 @@ fn a_team_store_on_real_postgres() {
     );
     let n: i64 = query(&alice, &format!("SELECT count(*) FROM {table}")).unwrap()[0].get(0);
     assert_eq!(n as usize, local.len());
+    // The shared tables, through SQL: alice sees her project's rows only (row-level security),
+    // may not leave a tombstone in the other project, and the owner sees both.
+    let column = |url: &str, q: &str| -> Vec<String> { query(url, q).unwrap().iter().map(|r| r.get(0)).collect() };
+    assert_eq!(column(&alice, "SELECT project FROM cdx_local.projects"), [PROJECT]);
+    assert_eq!(column(&alice, "SELECT DISTINCT project FROM cdx_local.models"), [PROJECT]);
+    let tombstone =
+        sql(&alice, "INSERT INTO cdx_local.forgotten (project, session_id) VALUES ('secret-project', 's-hidden')")
+            .unwrap_err();
+    assert_eq!(tombstone.code(), Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE), "{tombstone}");
+    assert_eq!(column(&pg.url, "SELECT project FROM cdx_local.projects ORDER BY project"), [PROJECT, "secret-project"]);
+    assert!(
+        as_alice
+            .search(&TeamQuery::new(&hidden.content), None, &glossary)
+            .unwrap()
+            .iter()
+            .all(|h| h.project == PROJECT)
+    );
+    // The second project leaves the store (its tables and catalog rows), as an owner would drop it.
+    sql(
+        &pg.url,
+        "DO $$ DECLARE t text; BEGIN
+             FOR t IN SELECT format('cdx_local.%I', tablename) FROM pg_tables
+                 WHERE schemaname = 'cdx_local' AND tablename LIKE 'v\\_secret-project/%' LOOP
+                 EXECUTE 'DROP TABLE ' || t;
+             END LOOP; END $$;
+         DROP TABLE cdx_local.\"d_secret-project\";
+         DELETE FROM cdx_local.models WHERE project = 'secret-project';
+         DELETE FROM cdx_local.projects WHERE project = 'secret-project';",
+    )
+    .unwrap();
     let index = Index::open(&a, Options::default()).unwrap();
     as_alice.push(&index, Some(PROJECT)).unwrap(); // a member writes what she was granted
     drop(index);
@@ -540,6 +577,21 @@ fn the_team_store_glosses_and_translates_as_the_local_search_does() {
         };
         assert!(!exact.is_empty());
         assert_eq!(scored(&from_sample), scored(&exact), "{text}");
+    }
+
+    // The projects of a search are asked on several connections at once (the default) or in
+    // turn on the store's own: the same hits in the same order, scored the same.
+    let in_turn = TeamStore::connect(&pg.url).unwrap().with_readers(1);
+    for (text, mode) in
+        [(korean, SearchMode::Lexical), (english_q, SearchMode::Hybrid), ("数据库迁移", SearchMode::Semantic)]
+    {
+        let q = TeamQuery { limit: 30, mode, ..TeamQuery::new(text) };
+        let seen = |hits: Vec<convdex::team::TeamHit>| -> Vec<(String, uuid::Uuid, i64)> {
+            hits.into_iter().map(|h| (h.project, h.doc.id, (h.score * 1e4).round() as i64)).collect()
+        };
+        let at_once = seen(store.search(&q, Some(embedder.as_ref()), &glossary).unwrap());
+        assert!(at_once.iter().any(|h| h.0 == "english") && at_once.iter().any(|h| h.0 == "混合"), "{text}");
+        assert_eq!(at_once, seen(in_turn.search(&q, Some(embedder.as_ref()), &glossary).unwrap()), "{text}");
     }
 }
 

@@ -72,6 +72,7 @@ const NO_CONTEXT: Ranking = Ranking {
     leaders: false,
     background_prior: 0.0,
     question: 0.0,
+    answer: 0.0,
 };
 
 #[test]
@@ -225,6 +226,39 @@ fn context_lifts_hits_whose_session_and_neighbours_match() {
     let b7 = two.iter().find(|r| r.pool == 0 && session_of(r) == "b").unwrap();
     assert_eq!(b7.score, with.iter().find(|r| session_of(r) == "b").unwrap().score);
     assert!(rank(vec![], SearchMode::Hybrid, &Ranking::default(), false).is_empty());
+}
+
+#[test]
+fn the_reply_to_a_message_that_asked_gains_the_answer_weight() {
+    let asked = |session: &str, index: u64, text: &str, cos: f32| {
+        cand_of(Document::message(session, &format!("{session}-{index}"), index, Role::User, text), Some(cos), None)
+    };
+    // a:2 asks and matches best; a:3 replies to it; b:5 follows a statement; c:1 follows an
+    // asker that is not among the candidates.
+    let p = || {
+        pool(vec![
+            asked("a", 2, "which store do we keep sessions in?", 0.6),
+            cand("a", 3, Some(0.5), None),
+            asked("b", 4, "we keep them in redb.", 0.45),
+            cand("b", 5, Some(0.52), None),
+            cand("c", 1, Some(0.55), None),
+        ])
+    };
+    let off = Ranking { answer: 0.0, ..NO_CONTEXT };
+    let on = Ranking { answer: 2.0, ..NO_CONTEXT };
+    let before = rank(vec![p()], SearchMode::Hybrid, &off, false);
+    let after = rank(vec![p()], SearchMode::Hybrid, &on, false);
+    let get = |r: &[Ranked], l: &str| r.iter().find(|x| label(x) == l).unwrap().clone();
+    assert_eq!(get(&after, "a:3").candidate.signals.answers, 2.0);
+    assert!((get(&after, "a:3").score - get(&before, "a:3").score - 2.0).abs() < 1e-5);
+    for other in ["a:2", "b:4", "b:5", "c:1"] {
+        assert_eq!(get(&after, other).score, get(&before, other).score, "{other}");
+        assert_eq!(get(&after, other).candidate.signals.answers, 0.0, "{other}");
+    }
+    assert_eq!(order(&after)[0], "a:3", "the reply now leads");
+    // Only hybrid search reads it.
+    let semantic = rank(vec![p()], SearchMode::Semantic, &on, false);
+    assert!(semantic.iter().all(|r| r.candidate.signals.answers == 0.0));
 }
 
 #[test]
