@@ -242,6 +242,21 @@ impl TeamStore {
             Ok(c.query_one("SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL", &[&d, &v])?.get(0))
         })?;
         if there {
+            // A project first pushed before its folder was recorded (before 2026-11-28) gets it
+            // now, from a role that may write the catalog.
+            if let Some(root) = root {
+                let projects = format!("{s}.projects");
+                self.with(|c| {
+                    let may: bool = c.query_one("SELECT has_table_privilege($1, 'UPDATE')", &[&projects])?.get(0);
+                    if may {
+                        c.execute(
+                            &format!("UPDATE {projects} SET path = $2 WHERE project = $1 AND path IS NULL"),
+                            &[&project, &root],
+                        )?;
+                    }
+                    Ok(())
+                })?;
+            }
             return Ok(());
         }
         let ddl = format!(

@@ -68,7 +68,16 @@ fn a_team_store_on_real_postgres() {
 
     // A push sends every document, with vectors; a second sends nothing.
     let first = push_json(&a, &pg.url);
+    // A project whose folder was not recorded (pushed by a build before 2026-11-28) gets it at
+    // its next push.
+    let folder = |url: &str| -> Option<String> {
+        query(url, &format!("SELECT path FROM cdx_local.projects WHERE project = '{PROJECT}'")).unwrap()[0].get(0)
+    };
+    let recorded = folder(&pg.url);
+    assert!(recorded.is_some(), "the first push records the project's folder");
+    sql(&pg.url, "UPDATE cdx_local.projects SET path = NULL").unwrap();
     let again = push_json(&a, &pg.url);
+    assert_eq!(folder(&pg.url), recorded, "the next push records it again");
     let index = Index::open(&a, Options::default()).unwrap();
     let coll = index.collection("local", PROJECT).unwrap();
     let local = coll.documents_with_vectors().unwrap();
