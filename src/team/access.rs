@@ -6,28 +6,50 @@
 use super::{TeamStore, docs_table, ident, schema, vectors_table};
 use crate::error::{Error, Result};
 
-/// The statements that put row-level security on the shared tables of schema `s` (idempotent).
-/// A project's `docs` column holds its documents table's name; a row whose table is gone or
-/// unnamed is seen by no member.
-pub(super) fn catalog_policies(s: &str) -> String {
-    let sees = "coalesce(has_table_privilege(to_regclass(p.docs), 'SELECT'), false)";
-    format!(
-        "ALTER TABLE {s}.projects ADD COLUMN IF NOT EXISTS docs text;
-         ALTER TABLE {s}.projects ENABLE ROW LEVEL SECURITY;
-         ALTER TABLE {s}.models ENABLE ROW LEVEL SECURITY;
-         ALTER TABLE {s}.forgotten ENABLE ROW LEVEL SECURITY;
-         DROP POLICY IF EXISTS granted ON {s}.projects;
-         CREATE POLICY granted ON {s}.projects
-             USING (coalesce(has_table_privilege(to_regclass(docs), 'SELECT'), false));
-         DROP POLICY IF EXISTS granted ON {s}.models;
-         CREATE POLICY granted ON {s}.models
-             USING (EXISTS (SELECT 1 FROM {s}.projects p WHERE p.project = models.project AND {sees}));
-         DROP POLICY IF EXISTS granted ON {s}.forgotten;
-         CREATE POLICY granted ON {s}.forgotten
-             USING (EXISTS (SELECT 1 FROM {s}.projects p WHERE p.project = forgotten.project AND {sees}))
-             WITH CHECK (EXISTS (SELECT 1 FROM {s}.projects p WHERE p.project = forgotten.project
-                 AND coalesce(has_table_privilege(to_regclass(p.docs), 'DELETE'), false)));"
-    )
+/// Puts row-level security on the shared tables of `tenant`'s schema, unless they carry it
+/// already (then it takes no lock on them), and names each project's documents table where its
+/// catalog row has none (a row from before 2026-11-29, which no member would see). A project's
+/// `docs` column holds that name; a row whose table is gone or unnamed is seen by no member.
+/// Run inside the caller's transaction, after the schema lock.
+pub(super) fn secure_in(tx: &mut postgres::Transaction<'_>, tenant: &str) -> std::result::Result<(), postgres::Error> {
+    let s = schema(tenant);
+    let secured: i64 = tx
+        .query_one(
+            "SELECT count(*) FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
+             WHERE p.polname = 'granted' AND c.relnamespace = to_regnamespace($1)
+               AND c.relname IN ('projects', 'models', 'forgotten')",
+            &[&s],
+        )?
+        .get(0);
+    if secured < 3 {
+        let sees = "coalesce(has_table_privilege(to_regclass(p.docs), 'SELECT'), false)";
+        tx.batch_execute(&format!(
+            "ALTER TABLE {s}.projects ADD COLUMN IF NOT EXISTS docs text;
+             ALTER TABLE {s}.projects ENABLE ROW LEVEL SECURITY;
+             ALTER TABLE {s}.models ENABLE ROW LEVEL SECURITY;
+             ALTER TABLE {s}.forgotten ENABLE ROW LEVEL SECURITY;
+             DROP POLICY IF EXISTS granted ON {s}.projects;
+             CREATE POLICY granted ON {s}.projects
+                 USING (coalesce(has_table_privilege(to_regclass(docs), 'SELECT'), false));
+             DROP POLICY IF EXISTS granted ON {s}.models;
+             CREATE POLICY granted ON {s}.models
+                 USING (EXISTS (SELECT 1 FROM {s}.projects p WHERE p.project = models.project AND {sees}));
+             DROP POLICY IF EXISTS granted ON {s}.forgotten;
+             CREATE POLICY granted ON {s}.forgotten
+                 USING (EXISTS (SELECT 1 FROM {s}.projects p WHERE p.project = forgotten.project AND {sees}))
+                 WITH CHECK (EXISTS (SELECT 1 FROM {s}.projects p WHERE p.project = forgotten.project
+                     AND coalesce(has_table_privilege(to_regclass(p.docs), 'DELETE'), false)));"
+        ))?;
+    }
+    let unnamed = tx.query(&format!("SELECT project FROM {s}.projects WHERE docs IS NULL"), &[])?;
+    for r in unnamed {
+        let project: String = r.get(0);
+        tx.execute(
+            &format!("UPDATE {s}.projects SET docs = $2 WHERE project = $1"),
+            &[&project, &docs_table(tenant, &project)],
+        )?;
+    }
+    Ok(())
 }
 
 impl TeamStore {
@@ -87,7 +109,9 @@ impl TeamStore {
             }
             None => sql.push_str(&format!(
                 "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {s} TO {r};
-                 ALTER DEFAULT PRIVILEGES IN SCHEMA {s} GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {r};"
+                 ALTER DEFAULT PRIVILEGES IN SCHEMA {s} GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {r};
+                 REVOKE INSERT, UPDATE, DELETE ON {s}.projects, {s}.models FROM {r};
+                 REVOKE UPDATE, DELETE ON {s}.forgotten FROM {r};"
             )),
         }
         self.with(|c| c.batch_execute(&sql))
@@ -131,9 +155,12 @@ impl TeamStore {
     /// project's documents table, `models` and `forgotten` the rows of the projects it sees, and
     /// a tombstone may be added only for a project whose documents the role may delete. Each
     /// project's own tables need none: a table grant is their boundary. The tables' owner (who
-    /// pushed them) is not subject to it. Run by [`TeamStore::grant`] and by a push that creates
-    /// a tenant's tables; idempotent (a store made before 2026-11-29 is secured at its next
-    /// grant, and until then its members see every project's name there).
+    /// pushed them) is not subject to it; the first securing of a tenant must be run by that
+    /// owner, later calls change nothing and take no lock. Run by [`TeamStore::grant`] and by
+    /// every push that creates a project's tables; a store made before 2026-11-29 is secured at
+    /// its next grant or new project, and until then its members read every project's catalog
+    /// row. Table names themselves (`d_<project>`) stay visible to any role in the database's
+    /// own catalog (`pg_class`); what is hidden is the rows: folders, models, tombstones.
     pub fn secure_catalog(&self, tenant: &str) -> Result<()> {
         let s = schema(tenant);
         let there: bool =
@@ -148,16 +175,7 @@ impl TeamStore {
         self.with(|c| {
             let mut tx = c.transaction()?;
             tx.execute("SELECT pg_advisory_xact_lock(hashtext('convdex schema'))", &[])?;
-            tx.batch_execute(&catalog_policies(&s))?;
-            // Each project's documents table, by the name this build gives it.
-            let rows = tx.query(&format!("SELECT project FROM {s}.projects WHERE docs IS NULL"), &[])?;
-            for r in rows {
-                let project: String = r.get(0);
-                tx.execute(
-                    &format!("UPDATE {s}.projects SET docs = $2 WHERE project = $1"),
-                    &[&project, &docs_table(tenant, &project)],
-                )?;
-            }
+            secure_in(&mut tx, tenant)?;
             tx.commit()
         })
     }

@@ -34,6 +34,7 @@ use crate::index::Index;
 
 pub use bulk::BULK_FROM;
 pub use pull::PullReport;
+pub use reads::READER_NAME;
 pub use search::{TeamHit, TeamQuery};
 
 /// Documents sent per transaction: a push killed between two resumes from the first batch
@@ -55,6 +56,10 @@ pub struct TeamStore {
     url: String,
     /// Reading connections opened by earlier searches, kept for the next.
     spare: Mutex<Vec<Client>>,
+    /// Reading connections open (spare or in use), at most `readers`.
+    opened: std::sync::atomic::AtomicUsize,
+    /// When the server last refused a reading connection: none is asked for a while after.
+    refused: Mutex<Option<std::time::Instant>>,
     readers: usize,
     batch: usize,
     exact_up_to: f64,
@@ -183,6 +188,8 @@ impl TeamStore {
             client: Mutex::new(client),
             url: url.to_string(),
             spare: Mutex::new(Vec::new()),
+            opened: std::sync::atomic::AtomicUsize::new(0),
+            refused: Mutex::new(None),
             readers: TEAM_READERS,
             batch: PUSH_BATCH,
             exact_up_to: EXACT_UP_TO as f64,
@@ -275,9 +282,7 @@ impl TeamStore {
              CREATE INDEX IF NOT EXISTS {dt} ON {d} (ts);
              CREATE TABLE IF NOT EXISTS {v} (id uuid NOT NULL REFERENCES {d} (id) ON DELETE CASCADE,
                  chunk int NOT NULL, embedding vector({dim}) NOT NULL, PRIMARY KEY (id, chunk));
-             CREATE INDEX IF NOT EXISTS {vi} ON {v} USING hnsw (embedding vector_cosine_ops);
-             {policies}",
-            policies = access::catalog_policies(&s),
+             CREATE INDEX IF NOT EXISTS {vi} ON {v} USING hnsw (embedding vector_cosine_ops);",
             di = ident("di_", project),
             ds = ident("ds_", project),
             dt = ident("dt_", project),
@@ -287,6 +292,7 @@ impl TeamStore {
             let mut tx = c.transaction()?;
             tx.execute("SELECT pg_advisory_xact_lock(hashtext('convdex schema'))", &[])?;
             tx.batch_execute(&ddl)?;
+            access::secure_in(&mut tx, tenant)?;
             tx.execute(
                 &format!(
                     "INSERT INTO {s}.projects (project, path, docs) VALUES ($1, $2, $3)
@@ -470,7 +476,7 @@ impl TeamStore {
     /// The project's folder as its first push recorded it (`None`: not recorded).
     pub(crate) fn project_root(&self, tenant: &str, project: &str) -> Result<Option<String>> {
         let s = schema(tenant);
-        self.with(|c| {
+        self.read(|c| {
             Ok(c.query_opt(&format!("SELECT path FROM {s}.projects WHERE project = $1"), &[&project])?
                 .and_then(|r| r.get::<_, Option<String>>(0)))
         })
@@ -478,7 +484,7 @@ impl TeamStore {
 
     /// Whether `project` of `tenant` holds vectors of `model`.
     pub(crate) fn has_model(&self, tenant: &str, project: &str, model: &str) -> Result<bool> {
-        self.with(|c| {
+        self.read(|c| {
             Ok(c.query_one(
                 &format!("SELECT EXISTS (SELECT 1 FROM {}.models WHERE project = $1 AND model = $2)", schema(tenant)),
                 &[&project, &model],

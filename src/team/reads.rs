@@ -47,31 +47,70 @@ fn cosine_columns(n: usize, max: bool) -> String {
         .join(", ")
 }
 
+/// The `application_name` of a search's reading connections.
+pub const READER_NAME: &str = "convdex reader";
+
 /// A background's mean and spread (`None`: no sample).
 type Moments = Option<(f32, f32)>;
 
 impl TeamStore {
     /// Runs `f` on a reading connection: a spare one, or a new one while fewer than
-    /// [`TeamStore::with_readers`] are open (the store's own connection when none can be
-    /// opened, e.g. the server is at its `max_connections`). A search's statements are
-    /// read-only and hold nothing between two of them, so any connection serves.
-    pub(super) fn read<T>(&self, f: impl FnOnce(&mut Client) -> std::result::Result<T, postgres::Error>) -> Result<T> {
+    /// [`TeamStore::with_readers`] are open, else the store's own connection (also for a
+    /// minute after the server refused one, e.g. at its `max_connections`). A search's
+    /// statements are read-only and hold nothing between two of them, so any connection
+    /// serves; a spare one that died meanwhile (a restarted server, an idle timeout) is
+    /// dropped and `f` runs once more on a new one.
+    pub(super) fn read<T>(&self, f: impl Fn(&mut Client) -> std::result::Result<T, postgres::Error>) -> Result<T> {
+        use std::sync::atomic::Ordering::SeqCst;
         if self.readers <= 1 {
             return self.with(f);
         }
-        let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let mut c = match spare {
-            Some(c) => c,
-            None => match Client::connect(&self.url, NoTls) {
-                Ok(c) => c,
-                Err(_) => return self.with(f),
-            },
-        };
-        let out = f(&mut c).map_err(|e| db_error(&self.shown, e));
-        if !c.is_closed() {
-            self.spare.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+        let mut fresh = false;
+        loop {
+            let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let mut c = match spare {
+                Some(c) => c,
+                None => {
+                    let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+                    let resting = refused.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(60));
+                    drop(refused);
+                    // A slot among `readers`, or the store's own connection.
+                    let slot = !resting
+                        && self.opened.fetch_update(SeqCst, SeqCst, |n| (n < self.readers).then_some(n + 1)).is_ok();
+                    if !slot {
+                        return self.with(f);
+                    }
+                    // Named, so a server's administrator sees what they are.
+                    let connect = || -> std::result::Result<Client, postgres::Error> {
+                        let mut config: postgres::Config = self.url.parse()?;
+                        config.application_name(READER_NAME);
+                        config.connect(NoTls)
+                    };
+                    match connect() {
+                        Ok(c) => {
+                            fresh = true;
+                            c
+                        }
+                        Err(_) => {
+                            self.opened.fetch_sub(1, SeqCst);
+                            *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::time::Instant::now());
+                            return self.with(f);
+                        }
+                    }
+                }
+            };
+            let out = f(&mut c);
+            if c.is_closed() {
+                self.opened.fetch_sub(1, SeqCst);
+                if out.is_err() && !fresh {
+                    fresh = true;
+                    continue;
+                }
+            } else {
+                self.spare.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+            }
+            return out.map_err(|e| db_error(&self.shown, e));
         }
-        out
     }
 
     /// `f` of each item, in the items' order, on up to [`TeamStore::with_readers`] threads (each
@@ -101,12 +140,22 @@ impl TeamStore {
                 });
             }
         });
+        // An item left unasked follows an error (the others stopped): that error is the answer.
         let mut out = Vec::with_capacity(items.len());
+        let mut unasked = false;
         for r in done.into_inner().unwrap_or_else(|p| p.into_inner()) {
             match r {
-                Some(r) => out.push(r?),
-                None => continue,
+                Some(Ok(v)) => out.push(v),
+                Some(Err(e)) => return Err(e),
+                None => unasked = true,
             }
+        }
+        if unasked {
+            return Err(Error::Team {
+                store: self.shown.clone(),
+                reason: "a project of the search was not asked".into(),
+                fix: "search again; if it recurs, report it as a bug".into(),
+            });
         }
         Ok(out)
     }

@@ -321,9 +321,11 @@ impl TeamStore {
                 let Some(words) = asked.candidates(&c) else { continue };
                 let (filters, mut params) = q.clauses(2, a.root.as_deref());
                 params.insert(0, Box::new(words));
+                // Ties broken by id: a large table's scan may start anywhere (a synchronised
+                // sequential scan), and the candidates must not depend on where.
                 let sql = format!(
                     "SELECT d.doc::text FROM {d} d, (SELECT $1::text::tsquery AS w) q
-                     WHERE d.words @@ q.w AND {filters} ORDER BY ts_rank(d.words, q.w) DESC LIMIT {}",
+                     WHERE d.words @@ q.w AND {filters} ORDER BY ts_rank(d.words, q.w) DESC, d.id LIMIT {}",
                     want * 3
                 );
                 for doc in self.rows("SET LOCAL enable_seqscan = on", &sql, &params)? {

@@ -220,7 +220,17 @@ fn a_team_store_on_real_postgres() {
         Index::open(&secret, Options::default().embedder(std::sync::Arc::new(convdex::HashEmbedder::new(64)))).unwrap();
     let hidden = Document::message("s-hidden", "u-hidden", 0, convdex::Role::User, "the launch checklist lives here");
     other.collection("local", "secret-project").unwrap().add(std::slice::from_ref(&hidden)).unwrap();
+    // As in a store made before 2026-11-29 (no policies, no table names in the catalog): the
+    // push that creates a project secures the catalog and names every project's table.
+    sql(
+        &pg.url,
+        "DROP POLICY granted ON cdx_local.projects; DROP POLICY granted ON cdx_local.models;
+         DROP POLICY granted ON cdx_local.forgotten; UPDATE cdx_local.projects SET docs = NULL;",
+    )
+    .unwrap();
     TeamStore::connect(&pg.url).unwrap().push(&other, None).unwrap();
+    let unnamed: i64 = query(&pg.url, "SELECT count(*) FROM cdx_local.projects WHERE docs IS NULL").unwrap()[0].get(0);
+    assert_eq!(unnamed, 0, "every project's table named");
     sql(&pg.url, "CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN").unwrap();
     let status = convdex(&a, &["team", "--team", &pg.url, "grant", "alice", "--tenant", "local", "--project", PROJECT])
         .status()
@@ -255,6 +265,14 @@ fn a_team_store_on_real_postgres() {
             .iter()
             .all(|h| h.project == PROJECT)
     );
+    // A member granted the whole tenant writes every project's tables but not the catalog.
+    let owner = TeamStore::connect(&pg.url).unwrap();
+    owner.grant("bob", "local", None).unwrap();
+    assert_eq!(column(&bob, "SELECT project FROM cdx_local.projects ORDER BY project"), [PROJECT, "secret-project"]);
+    let repointed = sql(&bob, "UPDATE cdx_local.projects SET docs = NULL").unwrap_err();
+    assert_eq!(repointed.code(), Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE), "{repointed}");
+    owner.revoke("bob", "local", None).unwrap();
+    assert!(TeamStore::connect(&bob).unwrap().projects().unwrap().is_empty());
     // The second project leaves the store (its tables and catalog rows), as an owner would drop it.
     sql(
         &pg.url,
@@ -591,17 +609,29 @@ fn the_team_store_glosses_and_translates_as_the_local_search_does() {
     // The projects of a search are asked on several connections at once (the default) or in
     // turn on the store's own: the same hits in the same order, scored the same.
     let in_turn = TeamStore::connect(&pg.url).unwrap().with_readers(1);
+    let seen = |hits: Vec<convdex::team::TeamHit>| -> Vec<(String, uuid::Uuid, i64)> {
+        hits.into_iter().map(|h| (h.project, h.doc.id, (h.score * 1e4).round() as i64)).collect()
+    };
     for (text, mode) in
         [(korean, SearchMode::Lexical), (english_q, SearchMode::Hybrid), ("数据库迁移", SearchMode::Semantic)]
     {
         let q = TeamQuery { limit: 30, mode, ..TeamQuery::new(text) };
-        let seen = |hits: Vec<convdex::team::TeamHit>| -> Vec<(String, uuid::Uuid, i64)> {
-            hits.into_iter().map(|h| (h.project, h.doc.id, (h.score * 1e4).round() as i64)).collect()
-        };
         let at_once = seen(store.search(&q, Some(embedder.as_ref()), &glossary).unwrap());
         assert!(at_once.iter().any(|h| h.0 == "english") && at_once.iter().any(|h| h.0 == "混合"), "{text}");
         assert_eq!(at_once, seen(in_turn.search(&q, Some(embedder.as_ref()), &glossary).unwrap()), "{text}");
     }
+    // Reading connections are named, at most `with_readers` of them; those that died meanwhile
+    // (a restarted server, an idle timeout) are replaced and the search answers as before.
+    let name = convdex::team::READER_NAME;
+    let open: i64 = query(&pg.url, &format!("SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}'"))
+        .unwrap()[0]
+        .get(0);
+    assert!((1..=convdex::team::TEAM_READERS as i64).contains(&open), "{open} reading connections");
+    sql(&pg.url, &format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '{name}'"))
+        .unwrap();
+    let q = TeamQuery { limit: 30, mode: SearchMode::Hybrid, ..TeamQuery::new(english_q) };
+    let after = seen(store.search(&q, Some(embedder.as_ref()), &glossary).unwrap());
+    assert_eq!(after, seen(in_turn.search(&q, Some(embedder.as_ref()), &glossary).unwrap()));
 }
 
 /// A first push of many documents into an empty project loads them, then builds the vector
