@@ -67,7 +67,10 @@ impl TeamStore {
         }
         let mut fresh = false;
         loop {
-            let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            // Once a kept connection failed, the statement is asked again on a new one (the other
+            // kept ones may have died with it).
+            let spare = if fresh { None } else { self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop() };
+            let from_spare = spare.is_some();
             let mut c = match spare {
                 Some(c) => c,
                 None => {
@@ -87,10 +90,7 @@ impl TeamStore {
                         config.connect(NoTls)
                     };
                     match connect() {
-                        Ok(c) => {
-                            fresh = true;
-                            c
-                        }
+                        Ok(c) => c,
                         Err(_) => {
                             self.opened.fetch_sub(1, SeqCst);
                             *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::time::Instant::now());
@@ -100,9 +100,17 @@ impl TeamStore {
                 }
             };
             let out = f(&mut c);
-            if c.is_closed() {
+            // A connection that failed other than by the server's answer to a statement (it
+            // was closed, the socket broke, the server ended the session) is not kept.
+            let broken = c.is_closed()
+                || out.as_ref().err().is_some_and(|e| match e.as_db_error() {
+                    None => true,
+                    Some(db) => db.code().code().starts_with("08") || db.code().code().starts_with("57P"),
+                });
+            if broken {
+                drop(c);
                 self.opened.fetch_sub(1, SeqCst);
-                if out.is_err() && !fresh {
+                if !fresh && from_spare {
                     fresh = true;
                     continue;
                 }
