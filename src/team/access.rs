@@ -22,23 +22,24 @@ pub(super) fn secure_in(tx: &mut postgres::Transaction<'_>, tenant: &str) -> std
         )?
         .get(0);
     if secured < 3 {
-        let sees = "coalesce(has_table_privilege(to_regclass(p.docs), 'SELECT'), false)";
+        // The role may `what` the documents table a catalog row names (none: it may not).
+        let may =
+            |docs: &str, what: &str| format!("coalesce(has_table_privilege(to_regclass({docs}), '{what}'), false)");
+        let (own, sees, deletes) = (may("docs", "SELECT"), may("p.docs", "SELECT"), may("p.docs", "DELETE"));
         tx.batch_execute(&format!(
             "ALTER TABLE {s}.projects ADD COLUMN IF NOT EXISTS docs text;
              ALTER TABLE {s}.projects ENABLE ROW LEVEL SECURITY;
              ALTER TABLE {s}.models ENABLE ROW LEVEL SECURITY;
              ALTER TABLE {s}.forgotten ENABLE ROW LEVEL SECURITY;
              DROP POLICY IF EXISTS granted ON {s}.projects;
-             CREATE POLICY granted ON {s}.projects
-                 USING (coalesce(has_table_privilege(to_regclass(docs), 'SELECT'), false));
+             CREATE POLICY granted ON {s}.projects USING ({own});
              DROP POLICY IF EXISTS granted ON {s}.models;
              CREATE POLICY granted ON {s}.models
                  USING (EXISTS (SELECT 1 FROM {s}.projects p WHERE p.project = models.project AND {sees}));
              DROP POLICY IF EXISTS granted ON {s}.forgotten;
              CREATE POLICY granted ON {s}.forgotten
                  USING (EXISTS (SELECT 1 FROM {s}.projects p WHERE p.project = forgotten.project AND {sees}))
-                 WITH CHECK (EXISTS (SELECT 1 FROM {s}.projects p WHERE p.project = forgotten.project
-                     AND coalesce(has_table_privilege(to_regclass(p.docs), 'DELETE'), false)));"
+                 WITH CHECK (EXISTS (SELECT 1 FROM {s}.projects p WHERE p.project = forgotten.project AND {deletes}));"
         ))?;
     }
     let unnamed = tx.query(&format!("SELECT project FROM {s}.projects WHERE docs IS NULL"), &[])?;

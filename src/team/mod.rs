@@ -232,6 +232,15 @@ impl TeamStore {
         f(&mut c).map_err(|e| db_error(&self.shown, e))
     }
 
+    /// A stored document's JSON, read back; `whose` (`tenant/project`) names it in the error.
+    pub(crate) fn decode(&self, json: &str, whose: &str) -> Result<Document> {
+        serde_json::from_str(json).map_err(|e| Error::Team {
+            store: self.shown.clone(),
+            reason: format!("a stored document of {whose} does not decode ({e})"),
+            fix: "push the project again from a machine that holds it (`convdex push`)".into(),
+        })
+    }
+
     /// Creates what a team store needs once (the pgvector extension; run by its owner).
     pub fn init(&self) -> Result<()> {
         self.with(|c| c.batch_execute("CREATE EXTENSION IF NOT EXISTS vector"))

@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use super::{TeamStore, docs_table, vectors_table};
-use crate::doc::{DocKind, Document};
-use crate::error::{Error, Result};
+use crate::doc::DocKind;
+use crate::error::Result;
 use crate::index::Index;
 
 /// What a pull did.
@@ -53,12 +53,7 @@ impl TeamStore {
             let mut team_ids = HashSet::new();
             let (mut with_vectors, mut chunks, mut to_embed) = (Vec::new(), Vec::new(), Vec::new());
             for r in rows {
-                let json: String = r.get(0);
-                let doc: Document = serde_json::from_str(&json).map_err(|e| Error::Team {
-                    store: self.shown.clone(),
-                    reason: format!("a stored document of {tenant}/{name} does not decode ({e})"),
-                    fix: "push the project again from a machine that holds it (`convdex push`)".into(),
-                })?;
+                let doc = self.decode(r.get(0), &format!("{tenant}/{name}"))?;
                 team_ids.insert(doc.id);
                 let mut vs = vectors.remove(&doc.id).unwrap_or_default();
                 vs.sort_by_key(|(chunk, _)| *chunk);

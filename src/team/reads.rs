@@ -334,9 +334,15 @@ impl TeamStore {
         Ok([0_usize, 1, 2, 3].map(|i| i > 0 && read > 0.0 && counts[i] as f64 >= LANGUAGE_SHARE * read))
     }
 
-    /// Runs `sql`, which selects a document's JSON, after `setting` in one transaction: the
-    /// documents, in the query's order.
-    pub(super) fn rows(&self, setting: &str, sql: &str, params: &[Box<dyn ToSql + Sync>]) -> Result<Vec<Document>> {
+    /// Runs `sql`, which selects a document's JSON from `whose` documents (`tenant/project`, for
+    /// messages), after `setting` in one transaction: the documents, in the query's order.
+    pub(super) fn rows(
+        &self,
+        whose: &str,
+        setting: &str,
+        sql: &str,
+        params: &[Box<dyn ToSql + Sync>],
+    ) -> Result<Vec<Document>> {
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
         let rows = self.read(|c| {
             let mut tx = c.transaction()?;
@@ -345,16 +351,6 @@ impl TeamStore {
             tx.commit()?;
             Ok(rows)
         })?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in rows {
-            let json: String = r.get(0);
-            let doc: Document = serde_json::from_str(&json).map_err(|e| Error::Team {
-                store: self.shown.clone(),
-                reason: format!("a stored document does not decode ({e})"),
-                fix: "push the project again from a machine that holds it (`convdex push`)".into(),
-            })?;
-            out.push(doc);
-        }
-        Ok(out)
+        rows.iter().map(|r| self.decode(r.get(0), whose)).collect()
     }
 }

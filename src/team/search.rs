@@ -281,6 +281,7 @@ impl TeamStore {
     fn candidates(&self, how: &How<'_>, a: &Ask) -> Result<(Pool, Vec<Document>)> {
         let How { q, question, by_words, model, want } = *how;
         let (d, literals) = (docs_table(&a.tenant, &a.project), &a.literals);
+        let whose = format!("{}/{}", a.tenant, a.project);
         let mut docs: HashMap<Uuid, Document> = HashMap::new();
         // By meaning: up to `want` new documents per vector, nearest first.
         let vt = vectors_table(&a.tenant, &a.project, model);
@@ -302,7 +303,7 @@ impl TeamStore {
                 format!("SET LOCAL hnsw.ef_search = {}", (want * 2).clamp(40, 1000))
             };
             let mut taken = 0;
-            for doc in self.rows(&setting, &sql, &params)? {
+            for doc in self.rows(&whose, &setting, &sql, &params)? {
                 if taken < want && !semantic.contains(&doc.id) {
                     taken += 1;
                     semantic.push(doc.id);
@@ -328,7 +329,7 @@ impl TeamStore {
                      WHERE d.words @@ q.w AND {filters} ORDER BY ts_rank(d.words, q.w) DESC, d.id LIMIT {}",
                     want * 3
                 );
-                for doc in self.rows("SET LOCAL enable_seqscan = on", &sql, &params)? {
+                for doc in self.rows(&whose, "SET LOCAL enable_seqscan = on", &sql, &params)? {
                     found.push(doc.id);
                     docs.entry(doc.id).or_insert(doc);
                 }
