@@ -87,6 +87,7 @@ pub mod models;
 mod search;
 pub mod setup;
 mod store;
+mod sync;
 pub mod team;
 #[cfg(any(test, feature = "testing"))]
 pub mod testutil;

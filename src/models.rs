@@ -19,6 +19,7 @@
 //! versions). The ONNX Runtime library is taken from `$ORT_DYLIB_PATH` when set, else from the
 //! chosen directory. Every file is checked against the manifest's sha256 before use.
 
+use crate::sync::Locked;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
@@ -350,14 +351,14 @@ fn verify_with(
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
     let key = (path.to_path_buf(), meta.len(), meta.modified().ok());
     let whole = read.is_none_or(|n| n as u64 == meta.len());
-    if whole && VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).contains(&key) {
+    if whole && VERIFIED.locked().contains(&key) {
         return Ok(());
     }
     let actual = digest()?;
     if actual != expected {
         return Err(Error::ModelCorrupt { path: path.to_path_buf(), expected: expected.into(), actual });
     }
-    VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).push(key);
+    VERIFIED.locked().push(key);
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 //!
 //! Persistence (dump and load, verified by checksums) is [`persist`].
 
+use crate::sync::Locked;
 use std::collections::{BTreeMap, BinaryHeap, HashSet};
 
 use hnsw_rs::prelude::{Distance, FilterT, Hnsw};
@@ -172,7 +173,7 @@ impl Ann {
             self.loading = Some(std::sync::Mutex::new(persist::read_links(links)));
         }
         let Some(rx) = &self.loading else { return };
-        let rx = rx.lock().unwrap_or_else(|e| e.into_inner());
+        let rx = rx.locked();
         let got = if wait {
             rx.recv().map_err(|_| "loader thread ended".to_string())
         } else {

@@ -2,6 +2,7 @@
 //! a tombstone that indexing respects (kept in the store and beside it, in `forgotten.json`).
 //! The compaction that scrubs the freed pages is [`crate::Index::compact`].
 
+use crate::sync::Locked;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
@@ -47,7 +48,7 @@ impl Collection {
         // Before anything is deleted: should this process die before the compaction that
         // scrubs the freed pages, the next open of the collection compacts it.
         mark_compaction_pending(self.dir())?;
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let tx = self.db.begin_write()?;
         let mut report = ForgetReport::default();
         let ids = session_ids(&tx, session_id)?;
@@ -124,7 +125,7 @@ impl Collection {
         if rows.is_empty() {
             return Ok(());
         }
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let tx = self.db.begin_write()?;
         {
             let mut t = tx.open_table(FORGOTTEN)?;

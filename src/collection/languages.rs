@@ -2,6 +2,7 @@
 //! collection is written in (sampled from its messages, cached by message count), the
 //! languages a question is glossed into here, and the query vectors built from both.
 
+use crate::sync::Locked;
 use redb::ReadableDatabase;
 
 use super::Collection;
@@ -82,7 +83,7 @@ impl Collection {
     /// over them all, carry its script), read again whenever the number of messages changed.
     /// A store that cannot be read counts as English only.
     pub(crate) fn languages(&self) -> Languages {
-        let mut cached = self.languages.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cached = self.languages.locked();
         // The message count and, when it changed, the sample: one read transaction.
         let read = |cached: Option<(u64, Languages)>| -> Result<(u64, Languages)> {
             let tx = self.db.begin_read()?;
@@ -115,13 +116,13 @@ impl Collection {
     /// indexer, after a project's sessions; durable with the next flush). A later process
     /// answers from the record while the number of messages is the same.
     pub(crate) fn record_languages(&self) -> Result<()> {
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let (found, recorded) = {
             let tx = self.db.begin_read()?;
             let meta = tx.open_table(crate::store::tables::META)?;
             (sample_languages(&tx)?, crate::store::meta::read_languages(&meta)?)
         };
-        *self.languages.lock().unwrap_or_else(|p| p.into_inner()) = Some(found);
+        *self.languages.locked() = Some(found);
         if recorded == Some(found) {
             return Ok(());
         }

@@ -6,6 +6,7 @@
 //! its old model's vectors and queries embedded by the old model. A collection therefore never
 //! mixes two models' vectors.
 
+use crate::sync::{Locked, Shared};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -150,7 +151,7 @@ impl Collection {
         }
         let state =
             MigrationState { to_model: target.model_id().to_string(), to_dim: target.dim() as u64, next_doc: 0 };
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let tx = self.db.begin_write()?;
         clear_migration_tables(&tx)?;
         meta::set_migration(&tx, Some(&state))?;
@@ -200,7 +201,7 @@ impl Collection {
             }
             found.insert(*key, v);
         }
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let tx = self.db.begin_write()?;
         {
             let docs = tx.open_table(DOCS)?;
@@ -228,7 +229,7 @@ impl Collection {
     /// rebuilds the graph from them. Documents added meanwhile were re-embedded by the loop; a
     /// document added after the last batch is embedded here.
     fn finish_migration(&self, target: Arc<dyn Embedder>) -> Result<()> {
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         // Loaded first (if nothing had), so that the graph rebuilt below is the one kept.
         self.graph_locked()?;
         let tx = self.db.begin_write()?;
@@ -271,9 +272,9 @@ impl Collection {
         meta::bump_generation(&tx)?;
         tx.commit()?;
         let fresh = rebuild(&self.db, target.dim(), self.options.hnsw, self.options.graph_from)?;
-        *self.embedder.write().unwrap_or_else(|e| e.into_inner()) = target;
-        *self.target.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        *self.ann.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        *self.embedder.writing() = target;
+        *self.target.locked() = None;
+        *self.ann.writing() = fresh;
         self.dirty.store(true, Ordering::SeqCst);
         drop(_w);
         self.flush()
@@ -286,7 +287,7 @@ impl Collection {
         if self.migration_target().is_some_and(|t| t.model_id() == state.to_model) {
             return Ok(());
         }
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let tx = self.db.begin_write()?;
         clear_migration_tables(&tx)?;
         meta::set_migration(&tx, None)?;

@@ -13,6 +13,7 @@ pub(crate) mod read;
 mod search;
 pub(crate) mod write;
 
+use crate::sync::{Locked, Shared};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -472,11 +473,11 @@ impl Collection {
     /// finite, or not of unit length) to be embedded again: their vectors are never served, and
     /// the next `index` embeds them. Returns how many documents were queued.
     pub fn requeue_damaged_vectors(&self) -> Result<usize> {
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let docs = derived::requeue_unsound(&self.db)?;
         if !docs.is_empty() && self.opened.get().is_some() {
             // The graph loaded before holds their old vectors: no longer served.
-            let mut ann = self.ann.write().unwrap_or_else(|e| e.into_inner());
+            let mut ann = self.ann.writing();
             for d in &docs {
                 ann.tombstone(*d);
             }
@@ -490,14 +491,14 @@ impl Collection {
     /// them). `Ok(None)`: whole, or already read; `Ok(Some(why))`: damaged, and rebuilt from the
     /// vectors when next read. Reads every graph file; `convdex doctor` calls it.
     pub fn verify_graph_links(&self) -> Result<Option<String>> {
-        Ok(self.graph()?.read().unwrap_or_else(|e| e.into_inner()).verify_links())
+        Ok(self.graph()?.reading().verify_links())
     }
 
     /// Rebuilds damaged graph links from the vectors now and saves the graph, so that no later
     /// read has to rebuild them again; `Ok(Some(why))` when they were damaged.
     pub fn mend_graph_links(&self) -> Result<Option<String>> {
         let Some(why) = self.verify_graph_links()? else { return Ok(None) };
-        self.graph()?.write().unwrap_or_else(|e| e.into_inner()).poll(true);
+        self.graph()?.writing().poll(true);
         self.flush()?;
         Ok(Some(why))
     }
@@ -513,7 +514,7 @@ impl Collection {
         if self.opened.get().is_none() {
             // Under the write lock, so that no write commits between reading the store and
             // recording what the graph reflects.
-            let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+            let _w = self.write_lock.locked();
             self.graph_locked()?;
         }
         Ok(&self.ann)
@@ -536,7 +537,7 @@ impl Collection {
             generation,
             embedder.model_id(),
         )?;
-        *self.ann.write().unwrap_or_else(|e| e.into_inner()) = ann;
+        *self.ann.writing() = ann;
         if state != VectorIndexState::Loaded {
             // Persisted by the next flush (at the latest when the collection is dropped).
             self.dirty.store(true, Ordering::SeqCst);
@@ -554,13 +555,13 @@ impl Collection {
     /// The embedder of the model whose vectors this collection holds (queries are embedded
     /// with it).
     pub fn embedder(&self) -> Arc<dyn Embedder> {
-        self.embedder.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.embedder.reading().clone()
     }
 
     /// The configured model's embedder when this collection still holds another model's
     /// vectors: [`Collection::migrate`] moves it there.
     pub fn migration_target(&self) -> Option<Arc<dyn Embedder>> {
-        self.target.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.target.locked().clone()
     }
 
     /// Collection metadata.

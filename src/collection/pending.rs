@@ -5,6 +5,7 @@
 //! one batch and the next pass goes on. Until then semantic search does not see them (hybrid
 //! finds them by their words) and searches say how many are waiting ([`crate::Plan::unembedded`]).
 
+use crate::sync::Locked;
 use std::ops::ControlFlow;
 use std::time::Instant;
 
@@ -116,7 +117,7 @@ impl Collection {
             let docs: Vec<Document> = batch.iter().map(|(_, d)| d.clone()).collect();
             let mut add = AddReport::default();
             let prepared = self.prepare(&docs, &mut add)?;
-            let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+            let _w = self.write_lock.locked();
             if prepared.model != self.embedder().model_id() {
                 // The collection moved to another model meanwhile: embed again with it.
                 continue;

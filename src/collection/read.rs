@@ -1,6 +1,7 @@
 //! Reading a collection: documents by id, session, kind and file, counts, the handoff brief and
 //! the layered export. (Search is [`crate::SearchBuilder`].)
 
+use crate::sync::Shared;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
@@ -201,7 +202,7 @@ impl Collection {
         let kinds = tx.open_multimap_table(IDX_KIND)?;
         let count = |k: DocKind| -> Result<usize> { Ok(kinds.get(k.code())?.len() as usize) };
         let sessions = tx.open_multimap_table(IDX_SESSION)?.iter()?.count();
-        let ann = self.graph()?.read().unwrap_or_else(|e| e.into_inner());
+        let ann = self.graph()?.reading();
         let bytes_on_disk = dir_size(&self.dir);
         let model = meta::model_id(&self.db)?;
         let last_indexed = self.meta()?.last_indexed_at_ms.and_then(DateTime::from_timestamp_millis);

@@ -3,6 +3,7 @@
 //! route the planner picks ([`crate::search::plan`]) and the lexical side, fuses them
 //! ([`crate::search::fuse`]) and loads the hits.
 
+use crate::sync::Shared;
 use redb::{ReadableDatabase, ReadableTableMetadata};
 
 use super::Collection;
@@ -354,12 +355,10 @@ impl Collection {
             };
             // A persisted graph's links are read (in the background) only once a walk is
             // wanted: an exact scan needs the vectors alone. Until they are in, it answers.
-            if plan::decide(shape, settings) != Route::Exact
-                && graph.read().unwrap_or_else(|e| e.into_inner()).loading()
-            {
-                graph.write().unwrap_or_else(|e| e.into_inner()).poll(false);
+            if plan::decide(shape, settings) != Route::Exact && graph.reading().loading() {
+                graph.writing().poll(false);
             }
-            let ann = graph.read().unwrap_or_else(|e| e.into_inner());
+            let ann = graph.reading();
             shape.graph_ready = ann.graph_ready();
             let mut seen = std::collections::HashSet::new();
             for v in vectors {
@@ -411,7 +410,7 @@ impl Collection {
         };
         let cosines = match mode {
             SearchMode::Hybrid if !lexical_only.is_empty() && !vectors.is_empty() => {
-                best_cosines(&self.graph()?.read().unwrap_or_else(|e| e.into_inner()), vectors, &scales, &lexical_only)
+                best_cosines(&self.graph()?.reading(), vectors, &scales, &lexical_only)
             }
             _ => Default::default(),
         };

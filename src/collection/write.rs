@@ -2,6 +2,7 @@
 //! transaction), out (deleted, their vectors tombstoned), whole sessions with their ingest state,
 //! and the derived indexes following the committed store.
 
+use crate::sync::{Locked, Shared};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
@@ -76,7 +77,7 @@ pub(crate) struct PreparedChunk {
 impl Collection {
     /// Updates the collection metadata in its own transaction.
     pub fn update_meta(&self, f: impl FnOnce(&mut meta::CollectionMeta)) -> Result<()> {
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let tx = self.db.begin_write()?;
         meta::update_meta_in(&tx, f)?;
         tx.commit()?;
@@ -86,7 +87,7 @@ impl Collection {
     /// Records that every imported conversation carries the turn each turn answers (a flag in
     /// `meta`; no document changes, so the generation stays).
     pub(crate) fn mark_imports_answering(&self) -> Result<()> {
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let tx = self.db.begin_write()?;
         meta::mark_imports_answering(&tx)?;
         tx.commit()?;
@@ -217,7 +218,7 @@ impl Collection {
             report.generation = meta::read_generation(&self.db)?;
             return Ok(report);
         }
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         if prepared.model != self.embedder().model_id() {
             return Err(Error::InvalidArgument(format!(
                 "collection {} moved to model {} while this batch was embedded with {}; write it again",
@@ -317,7 +318,7 @@ impl Collection {
     /// words staged in the lexical index and committed by the next flush.
     fn follow_store_staged(&self, removed: &[u64], lexical_docs: &[(u64, String)], generation: u64) -> Result<()> {
         if !removed.is_empty() && !self.graph_locked()? {
-            let mut ann = self.ann.write().unwrap_or_else(|e| e.into_inner());
+            let mut ann = self.ann.writing();
             for id in removed {
                 ann.tombstone(*id);
             }
@@ -325,7 +326,7 @@ impl Collection {
         }
         if let Some(l) = &self.lexical {
             l.stage(removed, lexical_docs)?;
-            *self.lexical_staged.lock().unwrap_or_else(|e| e.into_inner()) = Some(generation);
+            *self.lexical_staged.locked() = Some(generation);
         }
         Ok(())
     }
@@ -342,7 +343,7 @@ impl Collection {
     ) -> Result<()> {
         // A graph loaded only now reads the committed store: this write is in it already.
         if !self.graph_locked()? {
-            let mut ann = self.ann.write().unwrap_or_else(|e| e.into_inner());
+            let mut ann = self.ann.writing();
             for id in removed {
                 ann.tombstone(*id);
             }
@@ -353,7 +354,7 @@ impl Collection {
         if let Some(l) = &self.lexical {
             l.apply(removed, lexical_docs, generation)?;
             // Anything staged before went in with this commit.
-            *self.lexical_staged.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            *self.lexical_staged.locked() = None;
         }
         self.maybe_rebuild_locked()
     }
@@ -448,7 +449,7 @@ impl Collection {
 
     /// Deletes every document of a session (one transaction). Returns how many were deleted.
     pub fn delete_session(&self, session_id: &str) -> Result<usize> {
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let tx = self.db.begin_write()?;
         let ids = store::session_ids(&tx, session_id)?;
         self.delete_ids_in(tx, ids)
@@ -456,7 +457,7 @@ impl Collection {
 
     /// Deletes documents by id (one transaction). Returns how many existed.
     pub fn delete(&self, ids: &[Uuid]) -> Result<usize> {
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let tx = self.db.begin_write()?;
         let internal = store::ids_of(&tx, ids.iter().copied())?;
         self.delete_ids_in(tx, internal)
@@ -483,12 +484,12 @@ impl Collection {
     /// so the store cannot change meanwhile; searches keep using the old graph until the swap.
     fn maybe_rebuild_locked(&self) -> Result<()> {
         let (dead, total) = {
-            let ann = self.ann.read().unwrap_or_else(|e| e.into_inner());
+            let ann = self.ann.reading();
             (ann.tombstoned_points(), ann.points())
         };
         if total > 0 && dead as f32 / total as f32 > self.options.rebuild_tombstone_ratio {
             let fresh = rebuild(&self.db, self.embedder().dim(), self.options.hnsw, self.options.graph_from)?;
-            *self.ann.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+            *self.ann.writing() = fresh;
             self.dirty.store(true, Ordering::SeqCst);
         }
         Ok(())
@@ -498,9 +499,9 @@ impl Collection {
     /// first (nor rebuilt twice when its files are damaged): the state becomes
     /// `Rebuilt(Requested)`.
     pub fn rebuild_vector_index(&self) -> Result<()> {
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let fresh = rebuild(&self.db, self.embedder().dim(), self.options.hnsw, self.options.graph_from)?;
-        *self.ann.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        *self.ann.writing() = fresh;
         let _ = self.opened.set(super::VectorIndexState::Rebuilt(super::RebuildReason::Requested));
         self.dirty.store(true, Ordering::SeqCst);
         drop(_w);
@@ -516,13 +517,13 @@ impl Collection {
     pub fn wait_for_vector_index(&self) {
         let Ok(ann) = self.graph() else { return };
         let (loading, unbuilt) = {
-            let a = ann.read().unwrap_or_else(|e| e.into_inner());
+            let a = ann.reading();
             (a.loading(), a.unbuilt())
         };
         if loading {
-            ann.write().unwrap_or_else(|e| e.into_inner()).poll(true);
+            ann.writing().poll(true);
         } else if unbuilt {
-            ann.write().unwrap_or_else(|e| e.into_inner()).build_now();
+            ann.writing().build_now();
         }
     }
 
@@ -532,10 +533,8 @@ impl Collection {
     /// background.
     pub(crate) fn ready_vectors(&self) {
         let Ok(ann) = self.graph() else { return };
-        if self.len().is_ok_and(|n| n > self.options.exact_threshold)
-            && ann.read().unwrap_or_else(|e| e.into_inner()).loading()
-        {
-            ann.write().unwrap_or_else(|e| e.into_inner()).poll(false);
+        if self.len().is_ok_and(|n| n > self.options.exact_threshold) && ann.reading().loading() {
+            ann.writing().poll(false);
         }
     }
 
@@ -543,17 +542,17 @@ impl Collection {
     /// flush (also done on drop).
     pub fn flush(&self) -> Result<()> {
         self.commit_staged_words()?;
-        let relinked = self.ann.write().unwrap_or_else(|e| e.into_inner()).take_relinked();
+        let relinked = self.ann.writing().take_relinked();
         if !self.dirty.swap(false, Ordering::SeqCst) && !relinked {
             return Ok(());
         }
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let generation = meta::read_generation(&self.db)?;
-        self.ann.write().unwrap_or_else(|e| e.into_inner()).shed_links();
-        if !self.ann.read().unwrap_or_else(|e| e.into_inner()).dumps_without_links() {
-            self.ann.write().unwrap_or_else(|e| e.into_inner()).poll(true);
+        self.ann.writing().shed_links();
+        if !self.ann.reading().dumps_without_links() {
+            self.ann.writing().poll(true);
         }
-        let ann = self.ann.read().unwrap_or_else(|e| e.into_inner());
+        let ann = self.ann.reading();
         let res = ann.dump(&self.dir.join("vectors"), generation, self.embedder().model_id());
         if res.is_err() {
             self.dirty.store(true, Ordering::SeqCst);
@@ -564,11 +563,11 @@ impl Collection {
     /// Makes bulk writes durable (one synced commit), then commits the lexical index's staged
     /// words, if any: the lexical index never claims a generation the store could lose.
     fn commit_staged_words(&self) -> Result<()> {
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         if self.store_unsynced.swap(false, Ordering::SeqCst) {
             self.db.begin_write()?.commit()?;
         }
-        let staged = self.lexical_staged.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let staged = self.lexical_staged.locked().take();
         match (staged, &self.lexical) {
             (Some(generation), Some(l)) => l.commit(generation),
             _ => Ok(()),
@@ -579,7 +578,7 @@ impl Collection {
     /// rows whose vector has another dimension are skipped. Returns how many were written.
     pub(crate) fn restore_cache(&self, rows: &[(u128, Vec<u8>)]) -> Result<usize> {
         let dim_bytes = self.embedder().dim() * 4;
-        let _w = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _w = self.write_lock.locked();
         let tx = self.db.begin_write()?;
         let mut n = 0;
         let sound = |v: &[u8]| crate::store::codec::vector_from_bytes(v).is_ok_and(|x| crate::vector::is_sound(&x));

@@ -1,6 +1,7 @@
 //! The real embedder: a model of the manifest (multilingual-e5-small by default) on ONNX
 //! Runtime, tokenized by [`super::tokenizer`] and run by [`super::onnx`].
 
+use crate::sync::Locked;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -335,7 +336,7 @@ impl FastEmbedder {
             // at most, not for the whole call.
             let mut model = if query {
                 self.queries_waiting.fetch_add(1, Ordering::SeqCst);
-                let m = self.model.lock().unwrap_or_else(|e| e.into_inner());
+                let m = self.model.locked();
                 self.queries_waiting.fetch_sub(1, Ordering::SeqCst);
                 m
             } else {
@@ -343,7 +344,7 @@ impl FastEmbedder {
                 while self.queries_waiting.load(Ordering::SeqCst) > 0 && start.elapsed().as_secs() < 5 {
                     std::thread::sleep(std::time::Duration::from_millis(1));
                 }
-                self.model.lock().unwrap_or_else(|e| e.into_inner())
+                self.model.locked()
             };
             for (v, &i) in self.run_batch(&mut model, &batch)?.into_iter().zip(idx) {
                 out[i] = v;
@@ -383,7 +384,7 @@ impl Embedder for FastEmbedder {
     }
 
     fn token_offsets(&self, text: &str) -> Vec<(usize, usize)> {
-        let mut model = self.model.lock().unwrap_or_else(|e| e.into_inner());
+        let mut model = self.model.locked();
         let offsets = model.tokenizer.offsets(text);
         if offsets.is_empty() && !text.trim().is_empty() { crate::text::chunk::word_offsets(text) } else { offsets }
     }

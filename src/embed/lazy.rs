@@ -1,5 +1,6 @@
 //! The default embedder of an [`crate::Index`]: the real model, loaded on first use.
 
+use crate::sync::Locked;
 use std::sync::{Arc, Mutex};
 
 use super::{EmbedOptions, Embedder};
@@ -40,12 +41,12 @@ impl LazyEmbedder {
 
     /// Whether the model has been loaded.
     pub fn is_loaded(&self) -> bool {
-        self.loaded.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+        self.loaded.locked().is_some()
     }
 
     /// The loaded model, loading it now if needed.
     pub fn model(&self) -> Result<Arc<dyn Embedder>> {
-        let mut slot = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.loaded.locked();
         if let Some(m) = slot.as_ref() {
             return Ok(m.clone());
         }

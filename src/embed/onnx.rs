@@ -2,6 +2,7 @@
 //! vector per text out (what fastembed's `TextEmbedding` computes with `Pooling::Mean`, without
 //! its tokenizer, so that [`super::tokenizer`] can hold the vocabulary compactly).
 
+use crate::sync::Locked;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -16,7 +17,7 @@ static ENVIRONMENT: Mutex<Option<Environment>> = Mutex::new(None);
 
 /// Loads ONNX Runtime from `runtime` the first time; later calls keep the first library.
 pub(crate) fn environment(runtime: &Path) -> Result<Environment, String> {
-    let mut env = ENVIRONMENT.lock().unwrap_or_else(|e| e.into_inner());
+    let mut env = ENVIRONMENT.locked();
     if let Some(e) = env.as_ref() {
         return Ok(e.clone());
     }

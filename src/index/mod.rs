@@ -1,5 +1,6 @@
 //! The root of a convdex data directory: one sub-directory per collection.
 
+use crate::sync::Locked;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -199,7 +200,7 @@ impl Index {
 
     /// Whether this process holds the named collection open.
     pub(crate) fn is_open(&self, name: &str) -> bool {
-        self.open.lock().unwrap_or_else(|e| e.into_inner()).get(name).and_then(Weak::upgrade).is_some()
+        self.open.locked().get(name).and_then(Weak::upgrade).is_some()
     }
 
     /// The embedder ([`Options::embedder`], else the model [`EmbedOptions::model`] names,
@@ -219,7 +220,7 @@ impl Index {
         if let Some(e) = self.embedder.get().filter(|e| e.model_id() == model_id) {
             return Some(e.clone());
         }
-        let mut others = self.others.lock().unwrap_or_else(|e| e.into_inner());
+        let mut others = self.others.locked();
         if let Some(e) = others.get(model_id) {
             return Some(e.clone());
         }
@@ -266,7 +267,7 @@ impl Index {
         let tenant = validate_name("tenant", tenant)?;
         let project = validate_name("project", project)?;
         let name = collection_name(&tenant, &project);
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let mut open = self.open.locked();
         if let Some(c) = open.get(&name).and_then(Weak::upgrade) {
             return Ok(c);
         }

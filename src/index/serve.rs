@@ -13,6 +13,7 @@
 //! lets go of the collections the writer opens, as it always did. Two writers still wait for
 //! each other: the second one writes without serving.
 
+use crate::sync::Locked;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -188,7 +189,7 @@ impl Server {
                 }
             }
         });
-        self.held.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.held.locked().clear();
         let _ = std::fs::remove_file(index.root().join(warm::WRITER_SOCKET));
         let _ = self.claim.set_len(0);
         let _ = self.claim.unlock();
@@ -231,14 +232,14 @@ impl Server {
                 }
             }
             Request::Release => {
-                self.held.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                self.held.locked().clear();
                 Answer::Released
             }
             Request::Status => Answer::Status(WarmStatus {
                 pid: std::process::id(),
                 model: index.shared_model().unwrap_or_default(),
                 version: env!("CARGO_PKG_VERSION").into(),
-                collections: self.held.lock().unwrap_or_else(|e| e.into_inner()).len(),
+                collections: self.held.locked().len(),
                 searches: self.searches.load(Ordering::Relaxed),
                 idle_seconds: self.idle().as_secs(),
             }),
@@ -278,7 +279,7 @@ impl Server {
     /// Opens, once, every collection another process does not hold, and keeps them open
     /// between searches.
     fn keep_open(&self, index: &Index) {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.held.locked();
         if held.is_empty()
             && let Ok(opened) = index.open_collections(None)
         {

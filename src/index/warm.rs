@@ -7,6 +7,7 @@
 //! and exits when idle, when stopped, when its data directory or its socket disappears, or
 //! when its executable is replaced.
 
+use crate::sync::Locked;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -219,11 +220,6 @@ fn serve(index: Index, options: &WarmOptions) -> Result<WarmExit> {
     Ok(exit)
 }
 
-/// Unlocks a mutex even if a panicking thread poisoned it.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Decides when to stop; once it has, closes the collections under the `held` lock (so no
 /// request is halfway) and returns.
 #[cfg(unix)]
@@ -236,12 +232,12 @@ fn watchdog(root: &Path, socket: &Path, shared: &Shared, options: &WarmOptions) 
     let exe_modified: Option<SystemTime> = modified(&exe);
     loop {
         std::thread::sleep(Duration::from_millis(200));
-        let asked = *lock(&shared.exit);
+        let asked = *shared.exit.locked();
         let gone = !root.is_dir() || inode(socket) != socket_inode || modified(&exe) != exe_modified;
-        let idle = shared.ready.load(Ordering::SeqCst) && lock(&shared.last).elapsed() >= options.idle;
+        let idle = shared.ready.load(Ordering::SeqCst) && shared.last.locked().elapsed() >= options.idle;
         let exit = asked.or(gone.then_some(WarmExit::Gone)).or(idle.then_some(WarmExit::Idle));
         if let Some(exit) = exit {
-            let mut held = lock(&shared.held);
+            let mut held = shared.held.locked();
             shared.stopping.store(true, Ordering::SeqCst);
             held.clear();
             return exit;
@@ -253,17 +249,17 @@ fn watchdog(root: &Path, socket: &Path, shared: &Shared, options: &WarmOptions) 
 #[cfg(unix)]
 fn accept_loop(index: &Index, listener: &std::os::unix::net::UnixListener, shared: &Shared, options: &WarmOptions) {
     if options.preload {
-        let mut held = lock(&shared.held);
+        let mut held = shared.held.locked();
         if let Ok(embedder) = index.embedder() {
             let _ = embedder.embed_query("warm");
         }
         refill(index, &mut held);
     }
-    *lock(&shared.last) = Instant::now();
+    *shared.last.locked() = Instant::now();
     shared.ready.store(true, Ordering::SeqCst);
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else { continue };
-        let mut held = lock(&shared.held);
+        let mut held = shared.held.locked();
         if shared.stopping.load(Ordering::SeqCst) {
             return;
         }
@@ -273,13 +269,13 @@ fn accept_loop(index: &Index, listener: &std::os::unix::net::UnixListener, share
         let (answer, after) = answer(index, request, shared, &mut held);
         let _ = warm::write_record(&mut stream, &answer);
         drop(stream);
-        *lock(&shared.last) = Instant::now();
+        *shared.last.locked() = Instant::now();
         match after {
             After::Refill => refill(index, &mut held),
             After::Nothing => {}
             After::Stop => {
                 held.clear();
-                *lock(&shared.exit) = Some(WarmExit::Stopped);
+                *shared.exit.locked() = Some(WarmExit::Stopped);
                 // New callers find no helper at once instead of waiting for an answer.
                 let _ = std::fs::remove_file(warm::socket_path(index.root()));
                 return;
@@ -332,7 +328,7 @@ fn answer(index: &Index, request: Request, shared: &Shared, held: &mut Vec<Arc<C
                 version: env!("CARGO_PKG_VERSION").into(),
                 collections: held.len(),
                 searches: shared.searches.load(Ordering::Relaxed),
-                idle_seconds: lock(&shared.last).elapsed().as_secs(),
+                idle_seconds: shared.last.locked().elapsed().as_secs(),
             };
             (Answer::Status(status), After::Nothing)
         }

@@ -6,6 +6,7 @@
 mod glossary;
 pub mod tokenize;
 
+use crate::sync::Locked;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -159,7 +160,7 @@ impl Lexical {
 
     /// Runs `f` with the writer, created on first use.
     fn with_writer<T>(&self, f: impl FnOnce(&mut IndexWriter) -> Result<T>) -> Result<T> {
-        let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.writer.locked();
         let w = match guard.as_mut() {
             Some(w) => w,
             None => {
@@ -173,7 +174,7 @@ impl Lexical {
     /// directory once it is closed (tantivy's writer, dropped, leaves merges running: a
     /// directory removed or reopened right after a close met files appearing in it).
     fn close(&mut self) {
-        let writer = self.writer.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        let writer = self.writer.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let Some(w) = writer {
             // A merge that fails leaves the committed segments as they were.
             let _ = w.wait_merging_threads();

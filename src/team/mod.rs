@@ -22,6 +22,7 @@ mod reads;
 mod search;
 mod words;
 
+use crate::sync::Locked;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
@@ -228,7 +229,7 @@ impl TeamStore {
     }
 
     pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Client) -> std::result::Result<T, postgres::Error>) -> Result<T> {
-        let mut c = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = self.client.locked();
         f(&mut c).map_err(|e| db_error(&self.shown, e))
     }
 

@@ -3,6 +3,7 @@
 //! documents; each on a reading connection of its own ([`TeamStore::read`]), so the projects of
 //! one search are asked at once.
 
+use crate::sync::Locked;
 use std::collections::HashMap;
 
 use postgres::types::ToSql;
@@ -69,12 +70,12 @@ impl TeamStore {
         loop {
             // Once a kept connection failed, the statement is asked again on a new one (the other
             // kept ones may have died with it).
-            let spare = if fresh { None } else { self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop() };
+            let spare = if fresh { None } else { self.spare.locked().pop() };
             let from_spare = spare.is_some();
             let mut c = match spare {
                 Some(c) => c,
                 None => {
-                    let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+                    let refused = self.refused.locked();
                     let resting = refused.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(60));
                     drop(refused);
                     // A slot among `readers`, or the store's own connection.
@@ -93,7 +94,7 @@ impl TeamStore {
                         Ok(c) => c,
                         Err(_) => {
                             self.opened.fetch_sub(1, SeqCst);
-                            *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::time::Instant::now());
+                            *self.refused.locked() = Some(std::time::Instant::now());
                             return self.with(f);
                         }
                     }
@@ -115,7 +116,7 @@ impl TeamStore {
                     continue;
                 }
             } else {
-                self.spare.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+                self.spare.locked().push(c);
             }
             return out.map_err(|e| db_error(&self.shown, e));
         }
@@ -139,7 +140,7 @@ impl TeamStore {
                         let Some(item) = items.get(i) else { break };
                         let r = f(item);
                         let failed = r.is_err();
-                        done.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
+                        done.locked()[i] = Some(r);
                         if failed {
                             // The others stop at their next item.
                             next.store(items.len(), std::sync::atomic::Ordering::Relaxed);
@@ -151,7 +152,7 @@ impl TeamStore {
         // An item left unasked follows an error (the others stopped): that error is the answer.
         let mut out = Vec::with_capacity(items.len());
         let mut unasked = false;
-        for r in done.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        for r in done.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
             match r {
                 Some(Ok(v)) => out.push(v),
                 Some(Err(e)) => return Err(e),

@@ -42,7 +42,7 @@ fn code_lines(text: &str) -> Vec<&str> {
 /// layers below, never a layer above.
 fn layer(module: &str) -> u8 {
     match module {
-        "error" | "doc" | "durable" | "mapped" | "ids" | "vector" | "text" => 0,
+        "error" | "doc" | "durable" | "mapped" | "ids" | "vector" | "text" | "sync" => 0,
         "ingest" | "derive" | "search" | "lexical::tokenize" | "lexical::glossary" | "setup" => 1,
         "store" | "ann" | "lexical" | "embed" | "models" | "warm" => 2,
         "collection" => 3,
