@@ -476,13 +476,31 @@ fn team_cases(claude: &Index, (cc, ml): (&[Case], &[Case]), url: &str, dev_only:
             let q = query(&case.query, SearchMode::Hybrid, claude.default_ranking(), 5);
             let local = claude.search(None, &q)?.found.iter().any(|h| case.answered(&h.hit.doc));
             let team = store
-                .search(
-                    &convdex::team::TeamQuery::of(&q),
-                    Some(embedder.as_ref()),
-                    &claude.options().collection.glossary,
-                )?
+                .search(&scoped(&q, "eval"), Some(embedder.as_ref()), &claude.options().collection.glossary)?
                 .iter()
                 .any(|h| case.answered(&h.doc));
+            // `RANKING_TEAM_MISSES=1`: each case the two stores answer differently, and what
+            // each finds by words alone.
+            if local != team && std::env::var_os("RANKING_TEAM_MISSES").is_some() {
+                let w = query(&case.query, SearchMode::Lexical, claude.default_ranking(), 5);
+                let lw: Vec<String> = claude
+                    .search(None, &w)?
+                    .found
+                    .iter()
+                    .map(|h| h.hit.doc.id.simple().to_string().chars().take(8).collect::<String>())
+                    .collect();
+                let tw: Vec<String> = store
+                    .search(&scoped(&w, "eval"), None, &claude.options().collection.glossary)?
+                    .iter()
+                    .map(|h| h.doc.id.simple().to_string().chars().take(8).collect::<String>())
+                    .collect();
+                eprintln!(
+                    "differs ({set}, {:?}): local {local}, team {team}: {:?}\n  words local {lw:?}\n  words team  {tw:?}\n  parsed {:?}",
+                    case.split,
+                    case.query,
+                    convdex::lexical::LexicalQuery::parse(&case.query)
+                );
+            }
             for (name, ok) in [("embedded", local), ("team", team)] {
                 let e = tallies.entry((set, name, case.split)).or_default();
                 e.0 += usize::from(ok);

@@ -3,7 +3,8 @@
 //! The models convdex knows are named, with every file's source package and sha256, in
 //! `models/manifest.json` (embedded in the binary): `multilingual-e5-small` (the default: about
 //! 100 languages, 4-bit weights converted to ONNX by `models/convert_e5.py`) and
-//! `all-minilm-l6-v2` (English only, the default of earlier versions). `models/provision.py`
+//! `all-minilm-l6-v2` (English only, the default of earlier versions), and `potion-base-8m` (a
+//! static model, English: its safetensors weights and tokenizer, no ONNX). `models/provision.py`
 //! fetches them with pip, converts, verifies and caches them; [`fetch`] runs that same script
 //! from an installed binary.
 //!

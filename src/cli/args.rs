@@ -37,8 +37,8 @@ pub struct Cli {
     /// Config file (default: ~/.config/convdex/config.json): exclude_projects, exclude_paths.
     #[arg(long, global = true, env = "CONVDEX_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Embedding model: multilingual-e5-small (default; about 100 languages) or
-    /// all-minilm-l6-v2 (English). Collections built with another model answer with it until
+    /// Embedding model: multilingual-e5-small (default; about 100 languages), all-minilm-l6-v2
+    /// (English) or potion-base-8m (static, English, fastest). Collections built with another model answer with it until
     /// `convdex index` (or `convdex migrate`) re-embeds them.
     #[arg(long, global = true, env = "CONVDEX_MODEL")]
     pub model: Option<String>,
@@ -74,7 +74,8 @@ pub enum Command {
     /// everyone.
     Team(super::team::TeamArgs),
     /// A local web app to search and read your history: sessions, decisions, files, projects
-    /// (loopback only, behind a token printed with its address).
+    /// (on loopback unless `--bind` names another address, behind a token printed with its
+    /// address).
     Ui(UiArgs),
     /// Why is this file the way it is: sessions that discussed or changed it, newest first,
     /// with their decisions and commits.

@@ -67,8 +67,9 @@ pub struct SearchArgs {
     pub no_translate: bool,
     /// List sessions instead of messages: each session ranked by its best hit among the best
     /// 100 hits (ten per session asked, when more), with its best three; `--limit` counts
-    /// sessions.
-    #[arg(long)]
+    /// sessions. Not with `--team` (a team search lists hits; `convdex pull` makes a mirror
+    /// that `--sessions` can ask).
+    #[arg(long, conflicts_with = "team")]
     pub sessions: bool,
     /// Ask the team store instead (PostgreSQL with pgvector): `--team postgres://…`
     /// (`--team "$CONVDEX_TEAM_URL"` for the configured one).

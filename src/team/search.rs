@@ -319,14 +319,17 @@ impl TeamStore {
             let c = self.corpus(&d, &question.terms())?;
             let mut found: Vec<Uuid> = Vec::new();
             for asked in question.asked() {
-                let Some(words) = asked.candidates(&c) else { continue };
-                let (filters, mut params) = q.clauses(2, a.root.as_deref());
-                params.insert(0, Box::new(words));
-                // Ties broken by id: a large table's scan may start anywhere (a synchronised
-                // sequential scan), and the candidates must not depend on where.
+                let Some((any, all)) = asked.candidates(&c) else { continue };
+                let (filters, mut params) = q.clauses(3, a.root.as_deref());
+                params.insert(0, Box::new(all));
+                params.insert(0, Box::new(any));
+                // Ranked by any of the words, holding every required one. Ties broken by id: a
+                // large table's scan may start anywhere (a synchronised sequential scan), and
+                // the candidates must not depend on where.
                 let sql = format!(
-                    "SELECT d.doc::text FROM {d} d, (SELECT $1::text::tsquery AS w) q
-                     WHERE d.words @@ q.w AND {filters} ORDER BY ts_rank(d.words, q.w) DESC, d.id LIMIT {}",
+                    "SELECT d.doc::text FROM {d} d, (SELECT $1::text::tsquery AS w, $2::text::tsquery AS m) q
+                     WHERE d.words @@ q.w AND d.words @@ q.m AND {filters}
+                     ORDER BY ts_rank(d.words, q.w) DESC, d.id LIMIT {}",
                     want * 3
                 );
                 for doc in self.rows(&whose, "SET LOCAL enable_seqscan = on", &sql, &params)? {

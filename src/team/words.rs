@@ -39,21 +39,37 @@ impl Corpus {
 }
 
 /// A document's words as the local index holds them: each lexeme's count, and how many
-/// distinct lexemes it has (its length, as the documents table counts it).
+/// distinct lexemes it has (its length, as the documents table counts it), and where each
+/// stands (the phrases and identifiers a question requires match by position).
 pub(super) struct Words {
     tf: HashMap<String, f32>,
+    at: HashMap<String, Vec<usize>>,
 }
 
 impl Words {
     pub(super) fn of(doc: &Document) -> Words {
         let mut tf: HashMap<String, f32> = HashMap::new();
+        let mut at: HashMap<String, Vec<usize>> = HashMap::new();
         for t in crate::lexical::tokenize::analyze(&doc.lexical_text()) {
             let w = t.text.to_lowercase();
             if !w.is_empty() {
+                at.entry(w.clone()).or_default().push(t.position);
                 *tf.entry(w).or_default() += 1.0;
             }
         }
-        Words { tf }
+        Words { tf, at }
+    }
+
+    /// Whether the words hold `phrase` (lexemes at their positions relative to each other).
+    fn holds(&self, phrase: &[(usize, String)]) -> bool {
+        let Some((base, first)) = phrase.first() else { return true };
+        let Some(starts) = self.at.get(first) else { return false };
+        starts.iter().any(|&s| {
+            phrase.iter().all(|(p, t)| {
+                let want = (s + p).checked_sub(*base);
+                want.is_some_and(|w| self.at.get(t).is_some_and(|ps| ps.contains(&w)))
+            })
+        })
     }
 }
 
@@ -66,6 +82,9 @@ pub(super) struct Asked {
     /// A translated concept's forms (each form its lexemes), counted once in the scale: the
     /// mean over its forms of what a form scores.
     groups: Vec<Vec<Vec<String>>>,
+    /// What a document must hold to match at all, as the local index requires it: each quoted
+    /// phrase, each identifier's parts in order, each required word (a phrase of one).
+    must: Vec<Vec<(usize, String)>>,
 }
 
 impl Asked {
@@ -88,18 +107,57 @@ impl Asked {
         single.retain(|t| seen.insert(t.clone()));
         let mut terms = single.clone();
         terms.extend(q.groups.iter().flatten().flatten().filter(|t| seen.insert((*t).clone())).cloned());
-        Asked { terms, single, groups: q.groups.iter().filter(|g| !g.is_empty()).cloned().collect() }
+        let mut must: Vec<Vec<(usize, String)>> = q.phrases.clone();
+        must.extend(q.identifiers.iter().map(|(_, parts)| parts.clone()));
+        must.extend(q.required.iter().map(|t| vec![(0, t.clone())]));
+        must.retain(|p| !p.is_empty());
+        let groups = q.groups.iter().filter(|g| !g.is_empty()).cloned().collect();
+        Asked { terms, single, groups, must }
     }
 
-    /// The tsquery choosing its candidates in a project: its lexemes the project holds, without
-    /// the common ones ([`Corpus::common`]) unless it has no other; `None` when the project holds
-    /// none of them.
-    pub(super) fn candidates(&self, c: &Corpus) -> Option<String> {
+    /// Every lexeme a document must hold, once ([`Asked::must`]'s).
+    fn required_terms(&self) -> Vec<&String> {
+        let mut seen = HashSet::new();
+        self.must.iter().flatten().map(|(_, t)| t).filter(|t| seen.insert(*t)).collect()
+    }
+
+    /// Whether a document holds every phrase, identifier and required word.
+    fn met_by(&self, words: &Words) -> bool {
+        self.must.iter().all(|p| words.holds(p))
+    }
+
+    /// The tsqueries choosing its candidates in a project: the lexemes the project holds,
+    /// without the common ones ([`Corpus::common`]) unless it has no other, any of them ranking;
+    /// and every lexeme a candidate must hold (the same query when nothing is required). `None`
+    /// when the project holds none of them, or not every required one.
+    pub(super) fn candidates(&self, c: &Corpus) -> Option<(String, String)> {
         let df = |t: &String| c.df.get(t).copied().unwrap_or(0.0);
+        let required = self.required_terms();
+        if required.iter().any(|t| df(t) <= 0.0) {
+            return None;
+        }
         let held: Vec<&String> = self.terms.iter().filter(|t| df(t) > 0.0).collect();
         let rare: Vec<&String> = held.iter().copied().filter(|t| c.common.is_none_or(|n| df(t) <= n)).collect();
-        let chosen = if rare.is_empty() { held } else { rare };
-        (!chosen.is_empty()).then(|| chosen.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" | "))
+        let mut chosen = if rare.is_empty() { held } else { rare };
+        // A candidate holds every required lexeme, so each of them may rank it.
+        for t in &required {
+            if !chosen.contains(t) {
+                chosen.push(t);
+            }
+        }
+        let any = chosen.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" | ");
+        let all = if required.is_empty() {
+            any.clone()
+        } else {
+            required.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" & ")
+        };
+        (!chosen.is_empty()).then_some((any, all))
+    }
+
+    /// The part of [`Asked::reference`] carried by what every match holds (phrases, identifiers'
+    /// parts, required words): a match scores at least this ([`LexicalScale::required`]).
+    fn required(&self, c: &Corpus) -> f32 {
+        self.must.iter().flatten().map(|(_, t)| c.idf(t)).sum()
     }
 
     /// What a document of mean length holding every lexeme once scores (each concept once).
@@ -110,8 +168,12 @@ impl Asked {
         singles + groups
     }
 
-    /// BM25 of a document's words (`None`: it matches none of the lexemes).
+    /// BM25 of a document's words (`None`: it matches none of the lexemes, or misses a phrase,
+    /// identifier or word the question requires).
     fn bm25(&self, c: &Corpus, words: &Words) -> Option<f32> {
+        if !self.met_by(words) {
+            return None;
+        }
         let len = words.tf.len() as f32;
         let norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len / c.mean_len.max(1.0));
         let mut score = 0.0;
@@ -166,7 +228,8 @@ impl Question {
             question: self,
             corpus: c,
             reference: self.own.reference(c),
-            translations: self.translations.iter().map(|t| t.reference(c)).collect(),
+            required: self.own.required(c),
+            translations: self.translations.iter().map(|t| (t.reference(c), t.required(c))).collect(),
         }
     }
 }
@@ -177,14 +240,16 @@ pub(super) struct Scoring<'a> {
     corpus: &'a Corpus,
     /// The question's own scale there.
     reference: f32,
-    /// Each translation's scale there, in order.
-    translations: Vec<f32>,
+    /// What of it every match holds.
+    required: f32,
+    /// Each translation's scale and required part there, in order.
+    translations: Vec<(f32, f32)>,
 }
 
 impl Scoring<'_> {
     /// What calibrates the question's BM25 in this project ([`LexicalScale`]).
     pub(super) fn scale(&self) -> LexicalScale {
-        LexicalScale { reference: self.reference, required: 0.0 }
+        LexicalScale { reference: self.reference, required: self.required }
     }
 
     /// A document's words signal: its BM25 for the question, or what its best translation's
@@ -194,12 +259,13 @@ impl Scoring<'_> {
         let (q, c) = (self.question, self.corpus);
         let mut best = q.own.bm25(c, words).map(|s| (s, false));
         if q.weight > 0.0 && self.reference > 0.0 {
-            for (t, &r) in q.translations.iter().zip(&self.translations) {
+            for (t, &(r, required)) in q.translations.iter().zip(&self.translations) {
                 if r <= 0.0 {
                     continue;
                 }
+                // As locally: a translation's match scores at least what it requires.
                 if let Some(b) = t.bm25(c, words) {
-                    let s = q.weight * b / r * self.reference;
+                    let s = q.weight * b.max(required) / r * self.reference;
                     if best.is_none_or(|x| s > x.0) {
                         best = Some((s, true));
                     }
@@ -261,16 +327,44 @@ mod tests {
         let own = q.asked().next().unwrap();
         assert_eq!(own.terms, ["config", "auth"], "the words a local search leaves out are left out");
         let df = |pairs: &[(&str, f32)]| pairs.iter().map(|(t, n)| (t.to_string(), *n)).collect();
+        let any = |c: &Corpus| {
+            own.candidates(c).map(|(any, all)| {
+                assert_eq!(any, all, "nothing required: one query");
+                any
+            })
+        };
         let mut c =
             Corpus { docs: 100_000.0, mean_len: 20.0, df: df(&[("config", 90_000.0), ("auth", 40.0)]), common: None };
-        assert_eq!(own.candidates(&c).as_deref(), Some("'config' | 'auth'"), "exact: every word the project holds");
+        assert_eq!(any(&c).as_deref(), Some("'config' | 'auth'"), "exact: every word the project holds");
         c.common = Some(2_000.0);
-        assert_eq!(own.candidates(&c).as_deref(), Some("'auth'"), "large: the common word chooses none");
+        assert_eq!(any(&c).as_deref(), Some("'auth'"), "large: the common word chooses none");
         c.df = df(&[("config", 90_000.0)]);
-        assert_eq!(own.candidates(&c).as_deref(), Some("'config'"), "only common words: they choose");
+        assert_eq!(any(&c).as_deref(), Some("'config'"), "only common words: they choose");
         c.df = df(&[]);
-        assert_eq!(own.candidates(&c), None, "no word held: no query");
+        assert_eq!(any(&c), None, "no word held: no query");
         assert!(Question::new("what did we do", 0.0, &Glossary::builtin()).is_empty(), "common words alone: no words");
+    }
+
+    #[test]
+    fn phrases_and_identifiers_are_required_as_locally() {
+        let q = Question::new("why does verify_token reject \"session store\" writes", 0.0, &Glossary::builtin());
+        let own = q.asked().next().unwrap();
+        let hit = Document::message("s", "m1", 1, Role::User, "verify_token panics when the session store writes");
+        let apart = Document::message("s", "m2", 2, Role::User, "verify the token; the store of a session writes");
+        let half = Document::message("s", "m3", 3, Role::User, "verify_token rejects writes");
+        let c = corpus(&q, &[&hit, &apart, &half]);
+        let scoring = q.in_corpus(&c);
+        assert!(scoring.score(&Words::of(&hit)).is_some(), "the identifier's parts in order and the phrase");
+        assert!(scoring.score(&Words::of(&apart)).is_none(), "every word, but neither in order");
+        assert!(scoring.score(&Words::of(&half)).is_none(), "the identifier without the phrase");
+        let (any, all) = own.candidates(&c).unwrap();
+        assert_eq!(all.split(" & ").count(), 4, "every required lexeme, ANDed: {all}");
+        assert!(all.split(" & ").all(|t| any.contains(t)), "each ranks too: {any}");
+        let scale = scoring.scale();
+        assert!(scale.required > 0.0 && scale.required < scale.reference, "{scale:?}");
+        let gone =
+            Corpus { df: c.df.iter().filter(|(t, _)| *t != "store").map(|(t, n)| (t.clone(), *n)).collect(), ..c };
+        assert_eq!(own.candidates(&gone), None, "a required word the project lacks: no candidate can match");
     }
 
     #[test]
@@ -279,7 +373,7 @@ mod tests {
         let own = q.asked().next().unwrap();
         let c =
             Corpus { docs: 1.0, mean_len: 1.0, df: own.terms.iter().map(|t| (t.clone(), 1.0)).collect(), common: None };
-        let t = own.candidates(&c).unwrap();
+        let (t, _) = own.candidates(&c).unwrap();
         assert!(t.split(" | ").all(|x| x.starts_with('\'') && x.ends_with('\'')), "{t}");
     }
 }

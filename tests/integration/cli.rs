@@ -125,6 +125,9 @@ fn commands_json_exit_codes_and_forget() {
     assert_eq!(cli.run(&["completions", "tcsh-ish"]).status.code(), Some(2));
     assert_eq!(cli.run(&["forget"]).status.code(), Some(2), "forget needs a selector");
     assert_eq!(cli.run(&["forget", "--session", "7f", "--before", "2026-01-01"]).status.code(), Some(2));
+    let out = cli.run(&["search", "x", "--sessions", "--team", "postgres://nowhere"]);
+    assert_eq!(out.status.code(), Some(2), "a team search lists hits, not sessions: said, not ignored");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--sessions"));
     let out = cli.run(&["search", "x", "--since", "yesterday"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);

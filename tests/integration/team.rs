@@ -482,6 +482,25 @@ fn one_api_matrix_over_both_stores() {
         }
     }
 
+    // What the local index requires by words (a path, whose parts must stand in order; a quoted
+    // phrase), the team store requires too: by words, both find the same documents.
+    let phrase = format!("\"{}\"", decision.content.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    for question in [file.clone(), phrase] {
+        let mut q = Query::new(question.clone());
+        q.mode = Some(SearchMode::Lexical);
+        q.limit = 1000;
+        q.ranking.translation = 0.0;
+        let contents = |ids: Vec<uuid::Uuid>| -> HashSet<(String, String)> {
+            ids.iter().map(|i| &by_id[i]).map(|d| (d.session_id.clone(), words(&d.content))).collect()
+        };
+        let embedded = contents(coll.query(&q).unwrap().hits.iter().map(|h| h.doc.id).collect());
+        let team =
+            contents(store.search(&TeamQuery::of(&q), None, &glossary).unwrap().iter().map(|h| h.doc.id).collect());
+        assert!(!embedded.is_empty(), "{question}: the embedded store found nothing; the case tests nothing");
+        assert!(embedded.len() < docs.len(), "{question}: every document matched; the case tests nothing");
+        assert_eq!(team, embedded, "{question}: by words, the team store's documents are the embedded store's");
+    }
+
     // A filter that admits nothing: nothing from either store.
     let mut q = Query::new(decision.content.clone());
     q.filter = Filter { agents: vec![Agent::Codex], ..f() };
