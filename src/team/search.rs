@@ -172,6 +172,10 @@ pub struct TeamHit {
     pub words: Option<f32>,
 }
 
+/// At most this many pages of candidates by words are read for a question whose required
+/// words must also stand in order (a phrase, an identifier's parts), when too few of a page do.
+const ORDER_PAGES: usize = 10;
+
 impl TeamStore {
     /// Searches every project the role can read (or the query's tenant and project). `embedder`
     /// embeds the question (None: by words only); a project whose vectors were made by another
@@ -323,18 +327,31 @@ impl TeamStore {
                 let (filters, mut params) = q.clauses(3, a.root.as_deref());
                 params.insert(0, Box::new(all));
                 params.insert(0, Box::new(any));
-                // Ranked by any of the words, holding every required one. Ties broken by id: a
+                // Ranked by any of the words, holding the required ones. Ties broken by id: a
                 // large table's scan may start anywhere (a synchronised sequential scan), and
                 // the candidates must not depend on where.
-                let sql = format!(
-                    "SELECT d.doc::text FROM {d} d, (SELECT $1::text::tsquery AS w, $2::text::tsquery AS m) q
-                     WHERE d.words @@ q.w AND d.words @@ q.m AND {filters}
-                     ORDER BY ts_rank(d.words, q.w) DESC, d.id LIMIT {}",
-                    want * 3
-                );
-                for doc in self.rows(&whose, "SET LOCAL enable_seqscan = on", &sql, &params)? {
-                    found.push(doc.id);
-                    docs.entry(doc.id).or_insert(doc);
+                let page = want * 3;
+                let (mut offset, mut kept) = (0, 0);
+                loop {
+                    let sql = format!(
+                        "SELECT d.doc::text FROM {d} d, (SELECT $1::text::tsquery AS w, $2::text::tsquery AS m) q
+                         WHERE d.words @@ q.w AND d.words @@ q.m AND {filters}
+                         ORDER BY ts_rank(d.words, q.w) DESC, d.id LIMIT {page} OFFSET {offset}"
+                    );
+                    let rows = self.rows(&whose, "SET LOCAL enable_seqscan = on", &sql, &params)?;
+                    let read = rows.len();
+                    for doc in rows.into_iter().filter(|doc| asked.admits(doc)) {
+                        kept += 1;
+                        found.push(doc.id);
+                        docs.entry(doc.id).or_insert(doc);
+                    }
+                    offset += read;
+                    // Holding the required words is not holding them in order (nor the common
+                    // ones left to the candidate's words): read on until enough do, or none are
+                    // left, up to a bound.
+                    if kept >= page || read < page || offset >= page * ORDER_PAGES {
+                        break;
+                    }
                 }
             }
             let scoring = question.in_corpus(&c);

@@ -94,8 +94,8 @@ impl Asked {
         Asked::of(&LexicalQuery::parse(text))
     }
 
-    /// A parsed query or a translation: its phrases, identifiers and terms count alone (matched
-    /// as words: the team store requires none of them), its concepts once each.
+    /// A parsed query or a translation: its phrases, identifiers and terms count alone, its
+    /// concepts once each; its phrases, identifiers' parts and required words must match.
     fn of(q: &LexicalQuery) -> Asked {
         let mut single: Vec<String> = q.phrases.iter().flatten().map(|(_, t)| t.clone()).collect();
         for (whole, parts) in &q.identifiers {
@@ -128,8 +128,9 @@ impl Asked {
 
     /// The tsqueries choosing its candidates in a project: the lexemes the project holds,
     /// without the common ones ([`Corpus::common`]) unless it has no other, any of them ranking;
-    /// and every lexeme a candidate must hold (the same query when nothing is required). `None`
-    /// when the project holds none of them, or not every required one.
+    /// and the lexemes a candidate must hold (its rarer required ones, all when none is rare;
+    /// the same query when nothing is required). `None` when the project holds none of them, or
+    /// not every required one.
     pub(super) fn candidates(&self, c: &Corpus) -> Option<(String, String)> {
         let df = |t: &String| c.df.get(t).copied().unwrap_or(0.0);
         let required = self.required_terms();
@@ -146,18 +147,29 @@ impl Asked {
             }
         }
         let any = chosen.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" | ");
+        // Required in SQL: the rarer required lexemes (a common one would read its whole
+        // posting list; the candidate's words are checked for it after), all when none is rare.
+        let rare_required: Vec<&&String> = required.iter().filter(|t| c.common.is_none_or(|n| df(t) <= n)).collect();
         let all = if required.is_empty() {
             any.clone()
-        } else {
+        } else if rare_required.is_empty() {
             required.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" & ")
+        } else {
+            rare_required.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" & ")
         };
         (!chosen.is_empty()).then_some((any, all))
     }
 
     /// The part of [`Asked::reference`] carried by what every match holds (phrases, identifiers'
     /// parts, required words): a match scores at least this ([`LexicalScale::required`]).
+    /// Each lexeme once, as the reference counts it, so it never exceeds the reference.
     fn required(&self, c: &Corpus) -> f32 {
-        self.must.iter().flatten().map(|(_, t)| c.idf(t)).sum()
+        self.required_terms().into_iter().map(|t| c.idf(t)).sum()
+    }
+
+    /// Whether a candidate's words meet what the question requires ([`Asked::must`]).
+    pub(super) fn admits(&self, doc: &Document) -> bool {
+        self.must.is_empty() || self.met_by(&Words::of(doc))
     }
 
     /// What a document of mean length holding every lexeme once scores (each concept once).
@@ -254,7 +266,7 @@ impl Scoring<'_> {
 
     /// A document's words signal: its BM25 for the question, or what its best translation's
     /// share of its own scale would score as the question's (`true`: through a translation);
-    /// `None` when it matches no word of either.
+    /// `None` when it matches no word of either, or misses what each requires.
     pub(super) fn score(&self, words: &Words) -> Option<(f32, bool)> {
         let (q, c) = (self.question, self.corpus);
         let mut best = q.own.bm25(c, words).map(|s| (s, false));
@@ -362,6 +374,11 @@ mod tests {
         assert!(all.split(" & ").all(|t| any.contains(t)), "each ranks too: {any}");
         let scale = scoring.scale();
         assert!(scale.required > 0.0 && scale.required < scale.reference, "{scale:?}");
+        let backwards = Document::message("s", "m4", 4, Role::User, "token_verify rejects the session store writes");
+        assert!(scoring.score(&Words::of(&backwards)).is_none(), "the identifier's parts in the wrong order");
+        let twice = Question::new("auth \"auth token\"", 0.0, &Glossary::builtin());
+        let t = twice.in_corpus(&c).scale();
+        assert!(t.required <= t.reference, "a word asked twice counts once on both sides: {t:?}");
         let gone =
             Corpus { df: c.df.iter().filter(|(t, _)| *t != "store").map(|(t, n)| (t.clone(), *n)).collect(), ..c };
         assert_eq!(own.candidates(&gone), None, "a required word the project lacks: no candidate can match");
@@ -373,7 +390,8 @@ mod tests {
         let own = q.asked().next().unwrap();
         let c =
             Corpus { docs: 1.0, mean_len: 1.0, df: own.terms.iter().map(|t| (t.clone(), 1.0)).collect(), common: None };
-        let (t, _) = own.candidates(&c).unwrap();
+        let (t, all) = own.candidates(&c).unwrap();
         assert!(t.split(" | ").all(|x| x.starts_with('\'') && x.ends_with('\'')), "{t}");
+        assert!(all.split(" & ").all(|x| x.starts_with('\'') && x.ends_with('\'')), "{all}");
     }
 }

@@ -485,6 +485,7 @@ fn one_api_matrix_over_both_stores() {
     // What the local index requires by words (a path, whose parts must stand in order; a quoted
     // phrase), the team store requires too: by words, both find the same documents.
     let phrase = format!("\"{}\"", decision.content.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    assert_eq!(convdex::lexical::LexicalQuery::parse(&phrase).phrases.len(), 1, "{phrase}: one phrase of words");
     for question in [file.clone(), phrase] {
         let mut q = Query::new(question.clone());
         q.mode = Some(SearchMode::Lexical);
@@ -497,7 +498,8 @@ fn one_api_matrix_over_both_stores() {
         let team =
             contents(store.search(&TeamQuery::of(&q), None, &glossary).unwrap().iter().map(|h| h.doc.id).collect());
         assert!(!embedded.is_empty(), "{question}: the embedded store found nothing; the case tests nothing");
-        assert!(embedded.len() < docs.len(), "{question}: every document matched; the case tests nothing");
+        let all = contents(docs.iter().map(|(d, _)| d.id).collect());
+        assert!(embedded.len() < all.len(), "{question}: every document matched; the case tests nothing");
         assert_eq!(team, embedded, "{question}: by words, the team store's documents are the embedded store's");
     }
 
@@ -744,6 +746,29 @@ fn a_first_large_push_loads_then_builds_the_vector_index() {
     }
     let again = store.push(&index, Some("큰-project")).unwrap();
     assert_eq!((again.sent, again.bulk_loaded), (0, 0), "{again:?}");
+
+    // A quoted phrase whose words many documents hold apart: the team store reads on past the
+    // first page of candidates holding both words until it has those holding them in order,
+    // and finds what the local search finds.
+    let coll = index.collection("bulk", "큰-project").unwrap();
+    let phrase = TeamQuery { mode: SearchMode::Lexical, limit: 100, ..TeamQuery::new("\"redis timeout\"") };
+    let mut local_query = Query::new("\"redis timeout\"");
+    local_query.mode = Some(SearchMode::Lexical);
+    local_query.limit = 100;
+    let local: HashSet<String> = coll.query(&local_query).unwrap().hits.into_iter().map(|h| h.doc.content).collect();
+    let apart = (0..n).filter(|&i| text(i).contains("redis") && text(i).contains("timeout")).count();
+    assert!(
+        !local.is_empty() && local.len() < 100 && apart > 3 * 100,
+        "the phrase is held in order by {} documents, its words apart by {apart}: the case tests nothing",
+        local.len()
+    );
+    let team: HashSet<String> = store
+        .search(&TeamQuery { project: Some("큰-project".into()), ..phrase }, None, &glossary)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.doc.content)
+        .collect();
+    assert_eq!(team, local, "by a phrase, the team store finds the documents the local search finds");
 
     // Cut short after its rows: the state a push killed during its load leaves (the index
     // dropped, the rows committed). A member granted the tenant cannot build it and is told;
