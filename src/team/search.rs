@@ -318,14 +318,22 @@ impl TeamStore {
         // By words: the candidates of the question's words and of each translation, wider
         // than kept (`ts_rank` knows no document frequency), re-scored by BM25.
         let mut lexical: HashMap<Uuid, (f32, bool)> = HashMap::new();
+        // Each candidate's words, read once from its text.
+        let mut words: HashMap<Uuid, Words> = HashMap::new();
         let mut corpus = None;
         if by_words {
             let c = self.corpus(&d, &question.terms())?;
             let mut found: Vec<Uuid> = Vec::new();
             for asked in question.asked() {
                 let Some((any, all)) = asked.candidates(&c) else { continue };
-                let (filters, mut params) = q.clauses(3, a.root.as_deref());
-                params.insert(0, Box::new(all));
+                let (filters, mut params) = q.clauses(2 + usize::from(all.is_some()), a.root.as_deref());
+                let holds = match all {
+                    Some(all) => {
+                        params.insert(0, Box::new(all));
+                        "AND d.words @@ $2::text::tsquery"
+                    }
+                    None => "",
+                };
                 params.insert(0, Box::new(any));
                 // Ranked by any of the words, holding the required ones. Ties broken by id: a
                 // large table's scan may start anywhere (a synchronised sequential scan), and
@@ -334,16 +342,19 @@ impl TeamStore {
                 let (mut offset, mut kept) = (0, 0);
                 loop {
                     let sql = format!(
-                        "SELECT d.doc::text FROM {d} d, (SELECT $1::text::tsquery AS w, $2::text::tsquery AS m) q
-                         WHERE d.words @@ q.w AND d.words @@ q.m AND {filters}
+                        "SELECT d.doc::text FROM {d} d, (SELECT $1::text::tsquery AS w) q
+                         WHERE d.words @@ q.w {holds} AND {filters}
                          ORDER BY ts_rank(d.words, q.w) DESC, d.id LIMIT {page} OFFSET {offset}"
                     );
                     let rows = self.rows(&whose, "SET LOCAL enable_seqscan = on", &sql, &params)?;
                     let read = rows.len();
-                    for doc in rows.into_iter().filter(|doc| asked.admits(doc)) {
-                        kept += 1;
-                        found.push(doc.id);
-                        docs.entry(doc.id).or_insert(doc);
+                    for doc in rows {
+                        let w = words.entry(doc.id).or_insert_with(|| Words::of(&doc));
+                        if asked.met_by(w) {
+                            kept += 1;
+                            found.push(doc.id);
+                            docs.entry(doc.id).or_insert(doc);
+                        }
                     }
                     offset += read;
                     // Holding the required words is not holding them in order (nor the common
@@ -359,7 +370,7 @@ impl TeamStore {
                 .into_iter()
                 .collect::<std::collections::HashSet<_>>()
                 .into_iter()
-                .filter_map(|id| scoring.score(&Words::of(&docs[&id])).map(|s| (id, s)))
+                .filter_map(|id| scoring.score(&words[&id]).map(|s| (id, s)))
                 .collect();
             scored.sort_by(|a, b| b.1.0.total_cmp(&a.1.0).then(a.0.cmp(&b.0)));
             scored.truncate(want);
@@ -389,7 +400,7 @@ impl TeamStore {
             let scoring = question.in_corpus(c);
             for id in &semantic {
                 if let std::collections::hash_map::Entry::Vacant(slot) = lexical.entry(*id)
-                    && let Some(s) = scoring.score(&Words::of(&docs[id]))
+                    && let Some(s) = scoring.score(words.entry(*id).or_insert_with(|| Words::of(&docs[id])))
                 {
                     slot.insert(s);
                 }

@@ -38,26 +38,23 @@ impl Corpus {
     }
 }
 
-/// A document's words as the local index holds them: each lexeme's count, and how many
-/// distinct lexemes it has (its length, as the documents table counts it), and where each
-/// stands (the phrases and identifiers a question requires match by position).
+/// A document's words as the local index holds them: where each lexeme stands (its count is
+/// how often; the phrases and identifiers a question requires match by position), and so how
+/// many distinct lexemes it has (its length, as the documents table counts it).
 pub(super) struct Words {
-    tf: HashMap<String, f32>,
     at: HashMap<String, Vec<usize>>,
 }
 
 impl Words {
     pub(super) fn of(doc: &Document) -> Words {
-        let mut tf: HashMap<String, f32> = HashMap::new();
         let mut at: HashMap<String, Vec<usize>> = HashMap::new();
         for t in crate::lexical::tokenize::analyze(&doc.lexical_text()) {
             let w = t.text.to_lowercase();
             if !w.is_empty() {
-                at.entry(w.clone()).or_default().push(t.position);
-                *tf.entry(w).or_default() += 1.0;
+                at.entry(w).or_default().push(t.position);
             }
         }
-        Words { tf, at }
+        Words { at }
     }
 
     /// Whether the words hold `phrase` (lexemes at their positions relative to each other).
@@ -122,16 +119,16 @@ impl Asked {
     }
 
     /// Whether a document holds every phrase, identifier and required word.
-    fn met_by(&self, words: &Words) -> bool {
+    pub(super) fn met_by(&self, words: &Words) -> bool {
         self.must.iter().all(|p| words.holds(p))
     }
 
     /// The tsqueries choosing its candidates in a project: the lexemes the project holds,
     /// without the common ones ([`Corpus::common`]) unless it has no other, any of them ranking;
     /// and the lexemes a candidate must hold (its rarer required ones, all when none is rare;
-    /// the same query when nothing is required). `None` when the project holds none of them, or
+    /// `None` when nothing is required). `None` when the project holds none of them, or
     /// not every required one.
-    pub(super) fn candidates(&self, c: &Corpus) -> Option<(String, String)> {
+    pub(super) fn candidates(&self, c: &Corpus) -> Option<(String, Option<String>)> {
         let df = |t: &String| c.df.get(t).copied().unwrap_or(0.0);
         let required = self.required_terms();
         if required.iter().any(|t| df(t) <= 0.0) {
@@ -151,11 +148,11 @@ impl Asked {
         // posting list; the candidate's words are checked for it after), all when none is rare.
         let rare_required: Vec<&&String> = required.iter().filter(|t| c.common.is_none_or(|n| df(t) <= n)).collect();
         let all = if required.is_empty() {
-            any.clone()
+            None
         } else if rare_required.is_empty() {
-            required.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" & ")
+            Some(required.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" & "))
         } else {
-            rare_required.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" & ")
+            Some(rare_required.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" & "))
         };
         (!chosen.is_empty()).then_some((any, all))
     }
@@ -165,11 +162,6 @@ impl Asked {
     /// Each lexeme once, as the reference counts it, so it never exceeds the reference.
     fn required(&self, c: &Corpus) -> f32 {
         self.required_terms().into_iter().map(|t| c.idf(t)).sum()
-    }
-
-    /// Whether a candidate's words meet what the question requires ([`Asked::must`]).
-    pub(super) fn admits(&self, doc: &Document) -> bool {
-        self.must.is_empty() || self.met_by(&Words::of(doc))
     }
 
     /// What a document of mean length holding every lexeme once scores (each concept once).
@@ -186,12 +178,12 @@ impl Asked {
         if !self.met_by(words) {
             return None;
         }
-        let len = words.tf.len() as f32;
+        let len = words.at.len() as f32;
         let norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len / c.mean_len.max(1.0));
         let mut score = 0.0;
         let mut matched = false;
         for t in &self.terms {
-            if let Some(&f) = words.tf.get(t) {
+            if let Some(f) = words.at.get(t).map(|ps| ps.len() as f32) {
                 matched = true;
                 score += c.idf(t) * f * (BM25_K1 + 1.0) / (f + norm);
             }
@@ -299,11 +291,11 @@ mod tests {
             .terms()
             .into_iter()
             .map(|t| {
-                let n = words.iter().filter(|w| w.tf.contains_key(&t)).count() as f32;
+                let n = words.iter().filter(|w| w.at.contains_key(&t)).count() as f32;
                 (t, n)
             })
             .collect();
-        let mean_len = words.iter().map(|w| w.tf.len() as f32).sum::<f32>() / docs.len() as f32;
+        let mean_len = words.iter().map(|w| w.at.len() as f32).sum::<f32>() / docs.len() as f32;
         Corpus { docs: docs.len() as f32, mean_len, df, common: None }
     }
 
@@ -341,7 +333,7 @@ mod tests {
         let df = |pairs: &[(&str, f32)]| pairs.iter().map(|(t, n)| (t.to_string(), *n)).collect();
         let any = |c: &Corpus| {
             own.candidates(c).map(|(any, all)| {
-                assert_eq!(any, all, "nothing required: one query");
+                assert_eq!(all, None, "nothing required: no second query");
                 any
             })
         };
@@ -370,6 +362,7 @@ mod tests {
         assert!(scoring.score(&Words::of(&apart)).is_none(), "every word, but neither in order");
         assert!(scoring.score(&Words::of(&half)).is_none(), "the identifier without the phrase");
         let (any, all) = own.candidates(&c).unwrap();
+        let all = all.expect("required lexemes");
         assert_eq!(all.split(" & ").count(), 4, "every required lexeme, ANDed: {all}");
         assert!(all.split(" & ").all(|t| any.contains(t)), "each ranks too: {any}");
         let scale = scoring.scale();
@@ -391,6 +384,7 @@ mod tests {
         let c =
             Corpus { docs: 1.0, mean_len: 1.0, df: own.terms.iter().map(|t| (t.clone(), 1.0)).collect(), common: None };
         let (t, all) = own.candidates(&c).unwrap();
+        let all = all.expect("a path's parts are required");
         assert!(t.split(" | ").all(|x| x.starts_with('\'') && x.ends_with('\'')), "{t}");
         assert!(all.split(" & ").all(|x| x.starts_with('\'') && x.ends_with('\'')), "{all}");
     }
