@@ -417,6 +417,11 @@ fn one_api_matrix_over_both_stores() {
     if let Some(domain) = docs.iter().find_map(|(d, _)| d.domain.clone()) {
         cases.push(("a domain", Filter { domain: Some(domain), ..f() }));
     }
+    // Both stores fold identical content of one session into one hit (whichever of the copies
+    // ranks first): documents compare by session and content.
+    let folded = |ids: &mut dyn Iterator<Item = &uuid::Uuid>| -> HashSet<(String, String)> {
+        ids.map(|i| &by_id[i]).map(|d| (d.session_id.clone(), words(&d.content))).collect()
+    };
     for (name, filter) in &cases {
         let admitted: HashSet<uuid::Uuid> = docs.iter().filter(|(d, _)| admits(filter, d)).map(|(d, _)| d.id).collect();
         let with_vectors: HashSet<uuid::Uuid> =
@@ -459,11 +464,6 @@ fn one_api_matrix_over_both_stores() {
                     );
                 }
             }
-            // Both stores fold identical content of one session into one hit (whichever of the
-            // copies ranks first): documents compare by session and content.
-            let folded = |ids: &mut dyn Iterator<Item = &uuid::Uuid>| -> HashSet<(String, String)> {
-                ids.map(|i| &by_id[i]).map(|d| (d.session_id.clone(), words(&d.content))).collect()
-            };
             let team_set = folded(&mut team.iter());
             let missing = folded(&mut embedded.iter()).difference(&team_set).count();
             if mode == SearchMode::Semantic && !filter.is_empty() {
@@ -491,14 +491,10 @@ fn one_api_matrix_over_both_stores() {
         q.mode = Some(SearchMode::Lexical);
         q.limit = 1000;
         q.ranking.translation = 0.0;
-        let contents = |ids: Vec<uuid::Uuid>| -> HashSet<(String, String)> {
-            ids.iter().map(|i| &by_id[i]).map(|d| (d.session_id.clone(), words(&d.content))).collect()
-        };
-        let embedded = contents(coll.query(&q).unwrap().hits.iter().map(|h| h.doc.id).collect());
-        let team =
-            contents(store.search(&TeamQuery::of(&q), None, &glossary).unwrap().iter().map(|h| h.doc.id).collect());
+        let embedded = folded(&mut coll.query(&q).unwrap().hits.iter().map(|h| &h.doc.id));
+        let team = folded(&mut store.search(&TeamQuery::of(&q), None, &glossary).unwrap().iter().map(|h| &h.doc.id));
         assert!(!embedded.is_empty(), "{question}: the embedded store found nothing; the case tests nothing");
-        let all = contents(docs.iter().map(|(d, _)| d.id).collect());
+        let all = folded(&mut docs.iter().map(|(d, _)| &d.id));
         assert!(embedded.len() < all.len(), "{question}: every document matched; the case tests nothing");
         assert_eq!(team, embedded, "{question}: by words, the team store's documents are the embedded store's");
     }
