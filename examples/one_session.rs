@@ -4,7 +4,10 @@
 //! hybrid search: how often the first hit is an answer, and how often one is in the first five,
 //! per split (fixed by owner; fresh-dev to tune on, fresh-test to report once).
 //!
-//! `cargo run --release --example one_session -- [--data DIR] [--split fresh-dev|fresh-test]`
+//! `cargo run --release --example one_session -- [--data DIR] [--split fresh-dev|fresh-test]
+//! [--closing W]` (`--closing`: that [`convdex::Ranking::closing`] instead of the default;
+//! `ONE_SESSION_SHOW=1` lists each question's first twenty hits and their signals,
+//! `ONE_SESSION_DUMP=FILE` appends its first fifty as JSON lines)
 //! (`--data` keeps the indexes for the next run; default: a temporary directory). Needs
 //! `../shared/data` beside the checkout and the default model (`make models`).
 
@@ -24,6 +27,10 @@ fn main() -> anyhow::Result<()> {
     let temp = tempfile::tempdir()?;
     let data = value("--data").map_or_else(|| temp.path().to_path_buf(), PathBuf::from);
     let only = value("--split");
+    // A diagnostic: each question's first twenty hits and their signals.
+    let show = std::env::var_os("ONE_SESSION_SHOW").is_some();
+    // `--closing W`: that weight of the turn's closing message instead of the default.
+    let closing: Option<f32> = value("--closing").and_then(|w| w.parse().ok());
     // (split) → (questions, first hit an answer, an answer in the first five)
     let mut tally: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
     let mut by_kind: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
@@ -44,8 +51,55 @@ fn main() -> anyhow::Result<()> {
         let mut query = Query::new(field("query"));
         query.mode = Some(SearchMode::Hybrid);
         query.ranking = index.default_ranking();
-        query.limit = 5;
-        let hits = index.search(None, &query)?.found;
+        if let Some(w) = closing {
+            query.ranking.closing = w;
+        }
+        query.limit = if show { 50 } else { 5 };
+        let mut hits = index.search(None, &query)?.found;
+        if show {
+            eprintln!("\n{} [{}] {}", field("kind"), session, field("query"));
+            if let Some(path) = std::env::var_os("ONE_SESSION_DUMP") {
+                use std::io::Write;
+                let rows: Vec<Value> = hits
+                    .iter()
+                    .map(|h| {
+                        let (role, at, uuid) = match &h.hit.doc.body {
+                            DocBody::Message(m) => {
+                                (format!("{:?}", m.role), m.message_index as i64, m.message_uuid.clone())
+                            }
+                            _ => ("doc".into(), -1, String::new()),
+                        };
+                        serde_json::json!({"role": role, "at": at, "uuid": uuid, "score": h.hit.score,
+                            "signals": h.hit.signals, "len": h.hit.doc.content.chars().count(),
+                            "answer": uuids.contains(&uuid)})
+                    })
+                    .collect();
+                let line = serde_json::json!({"session": session, "split": split, "transcript": field("transcript"), "kind": field("kind"), "hits": rows});
+                let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+                writeln!(f, "{line}")?;
+            }
+            for (rank, h) in hits.iter().enumerate().take(20) {
+                let s = &h.hit.signals;
+                let (role, at) = match &h.hit.doc.body {
+                    DocBody::Message(m) => (format!("{:?}", m.role), m.message_index as i64),
+                    _ => ("doc".into(), -1),
+                };
+                let answer = matches!(&h.hit.doc.body, DocBody::Message(m) if uuids.contains(&m.message_uuid));
+                let text: String = h.hit.doc.content.chars().take(60).collect::<String>().replace('\n', " ");
+                eprintln!(
+                    "  {}{rank:>2} {role:9} #{at:<4} {:6.2} z {:5.2} w {:4.2} c {:4.2} q {:4.1} a {:4.2} len {:5} {text}",
+                    if answer { "*" } else { " " },
+                    h.hit.score,
+                    s.semantic_z.unwrap_or(0.0),
+                    s.lexical_share.unwrap_or(0.0),
+                    s.context,
+                    s.asked,
+                    s.answers,
+                    h.hit.doc.content.chars().count(),
+                );
+            }
+            hits.truncate(5);
+        }
         let answers: Vec<bool> = hits
             .iter()
             .map(|h| matches!(&h.hit.doc.body, DocBody::Message(m) if uuids.contains(&m.message_uuid)))

@@ -35,7 +35,8 @@
 //! and reads the test halves' relevance on each apart; `RANKING_PRIOR=w,…` tries those
 //! background prior weights (`Ranking::background_prior`); `RANKING_QUESTION=w,…` and
 //! `RANKING_ANSWER=w,…` those question and answer weights (`Ranking::question`,
-//! `Ranking::answer`); `RANKING_SWEEP=w:s:n,…` replaces the grid of `--sweep`; `--team URL` pushes the LoCoMo
+//! `Ranking::answer`), `RANKING_CLOSING=w,…` those of the turn's closing message
+//! (`Ranking::closing`); `RANKING_SWEEP=w:s:n,…` replaces the grid of `--sweep`; `--team URL` pushes the LoCoMo
 //! projects to the team store at `URL` (PostgreSQL with pgvector) and asks every question of
 //! both stores (evidence recall@10, hit@5, hit@1 side by side).
 
@@ -283,6 +284,52 @@ fn evaluate(
                 let e = r.sessions.entry(case.split).or_default();
                 e.0 += usize::from(sessions.iter().any(|s| s.session_id == case.session));
                 e.1 += 1;
+            }
+            if set == "claude" && !case.uuids.is_empty() && std::env::var_os("RANKING_CASES").is_some() {
+                // A diagnostic: each case's first hit and where its answer stands.
+                let at = hits.iter().position(answered);
+                let first = hits.first().map(|h| {
+                    let s = &h.hit.signals;
+                    format!(
+                        "score {:.2} z {:.2} share {:.2} closes {:.1}",
+                        h.hit.score,
+                        s.semantic_z.unwrap_or(0.0),
+                        s.lexical_share.unwrap_or(0.0),
+                        s.closes
+                    )
+                });
+                let answer = at.map(|i| {
+                    let s = &hits[i].hit.signals;
+                    format!(
+                        "score {:.2} z {:.2} share {:.2} closes {:.1}",
+                        hits[i].hit.score,
+                        s.semantic_z.unwrap_or(0.0),
+                        s.lexical_share.unwrap_or(0.0),
+                        s.closes
+                    )
+                });
+                let same = hits.first().is_some_and(|h| h.hit.doc.session_id == case.session);
+                eprintln!(
+                    "case {} [{}] answer at {at:?}; first in its session {same}; first: {first:?}; answer: {answer:?}",
+                    c.label, case.kind
+                );
+                if std::env::var_os("RANKING_CASES_TEXT").is_some() {
+                    eprintln!("  Q: {}", case.query);
+                    for h in hits.iter().take(at.map_or(3, |i| i + 1)) {
+                        let role = match &h.hit.doc.body {
+                            convdex::DocBody::Message(m) => format!("{:?}", m.role),
+                            _ => "doc".into(),
+                        };
+                        let text: String = h.hit.doc.content.chars().take(160).collect::<String>().replace('\n', " ");
+                        eprintln!(
+                            "   {} {role} {:.2} c{:.1} len {}: {text}",
+                            if answered(h) { "*" } else { " " },
+                            h.hit.score,
+                            h.hit.signals.closes,
+                            h.hit.doc.content.len()
+                        );
+                    }
+                }
             }
             if set == "claude" && !case.uuids.is_empty() {
                 let e = r.claude_top1.entry(case.split).or_default();
@@ -733,6 +780,13 @@ fn main() -> anyhow::Result<()> {
         for w in v.split(',').filter_map(|x| x.parse::<f32>().ok()) {
             let ranking = Ranking { answer: w, ..d };
             configs.push(Config { label: format!("answer {w}, hybrid"), mode: SearchMode::Hybrid, ranking });
+        }
+    }
+    // `RANKING_CLOSING=w,...`: the default hybrid search with those closing weights.
+    if let Ok(v) = std::env::var("RANKING_CLOSING") {
+        for w in v.split(',').filter_map(|x| x.parse::<f32>().ok()) {
+            let ranking = Ranking { closing: w, ..d };
+            configs.push(Config { label: format!("closing {w}, hybrid"), mode: SearchMode::Hybrid, ranking });
         }
     }
     // `RANKING_PRIOR=w,...`: the default hybrid and semantic search with those background priors.

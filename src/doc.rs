@@ -277,6 +277,14 @@ pub struct Document {
     /// summaries. Stored last (the store's record layout depends on it; see `store::codec`).
     #[serde(default)]
     pub answering: Option<Quote>,
+    /// The agent's message that closes its turn: its last message with words of its own (not
+    /// only tool calls) before the person speaks again or its transcript ends, where a coding
+    /// agent reports what it found or did ([`crate::Ranking::closing`]). Set when a session is
+    /// indexed; false for the person's messages, imported conversations, decisions and
+    /// summaries, and for sessions indexed before 2026-11-29 until they are indexed again
+    /// (`convdex index --force`). Stored after `answering` (see `store::codec`).
+    #[serde(default)]
+    pub closes_turn: bool,
 }
 
 impl Document {
@@ -310,6 +318,7 @@ impl Document {
                 agent: None,
             }),
             answering: None,
+            closes_turn: false,
         }
     }
 

@@ -136,9 +136,9 @@ pub use indexer::{
 pub use ingest::layout::{Agent, default_history, default_sources, encode_project_dir};
 pub use lexical::{Glossary, GlossarySkip};
 pub use search::{
-    Context, DEFAULT_ANSWER, DEFAULT_BACKGROUND_PRIOR, DEFAULT_DECISION_LIFT, DEFAULT_GLOSS, DEFAULT_LEADERS,
-    DEFAULT_QUESTION, DEFAULT_TRANSLATION, Filter, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES, POOL_DEPTH, Plan,
-    PlanPath, Query, Ranking, Recency, SearchMode, Signals, asks_about_a_decision,
+    Context, DEFAULT_ANSWER, DEFAULT_BACKGROUND_PRIOR, DEFAULT_CLOSING, DEFAULT_DECISION_LIFT, DEFAULT_GLOSS,
+    DEFAULT_LEADERS, DEFAULT_QUESTION, DEFAULT_TRANSLATION, Filter, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES,
+    POOL_DEPTH, Plan, PlanPath, Query, Ranking, Recency, SearchMode, Signals, asks_about_a_decision,
 };
 pub use text::normalize_name;
 pub use warm::WarmStatus;

@@ -47,6 +47,7 @@ pub fn hit_json(project: &str, h: &Hit) -> Value {
             "lexical": h.signals.lexical, "lexical_rank": h.signals.lexical_rank, "translated": h.signals.translated,
             "semantic_z": h.signals.semantic_z, "lexical_share": h.signals.lexical_share,
             "context": h.signals.context, "recency": h.signals.recency, "asked": h.signals.asked,
+            "answers": h.signals.answers, "closes": h.signals.closes, "decision": h.signals.decision,
         },
         "snippet": h.snippet,
         "content": h.doc.content,

@@ -46,7 +46,10 @@ pub fn documents(
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     let mut index = 0u64;
-    for f in files {
+    // Per document: its role, whether it has words of its own, and its file (for
+    // [`closing_turns`]).
+    let mut turns: Vec<(Role, bool, usize)> = Vec::new();
+    for (file, f) in files.iter().enumerate() {
         let (pf, agent) = (f.parsed, f.agent);
         for m in &pf.messages {
             if m.uuid.is_empty() || !seen.insert(m.uuid.clone()) {
@@ -89,11 +92,47 @@ pub fn documents(
                     agent: agent.map(str::to_string),
                 }),
                 answering: None,
+                closes_turn: false,
             });
+            turns.push((m.role, !m.text.trim().is_empty(), file));
             index += 1;
         }
     }
+    for (d, closes) in out.iter_mut().zip(closing_turns(&turns)) {
+        d.closes_turn = closes;
+    }
     (out, redactions)
+}
+
+/// Which of a session's messages close the agent's turn ([`Document::closes_turn`]), from each
+/// message's role, whether it has words of its own (not only tool calls), and the transcript
+/// it comes from, in order: the agent's last message with words before the person speaks
+/// again, or before its transcript ends (a sub-agent's transcript is a conversation of its
+/// own).
+pub fn closing_turns<K: PartialEq>(messages: &[(Role, bool, K)]) -> Vec<bool> {
+    let mut out = vec![false; messages.len()];
+    let mut last_words: Option<usize> = None;
+    for (i, (role, words, file)) in messages.iter().enumerate() {
+        let new_file = i > 0 && messages[i - 1].2 != *file;
+        if (new_file || (*role == Role::User && *words))
+            && let Some(j) = last_words.take()
+        {
+            out[j] = true;
+        }
+        if *role == Role::Assistant && *words {
+            last_words = Some(i);
+        }
+    }
+    if let Some(j) = last_words {
+        out[j] = true;
+    }
+    out
+}
+
+/// Whether a stored message has words of its own: its content is not the line that stands for
+/// a message that only made tool calls (what it did to which files).
+pub fn has_own_words(doc: &Document) -> bool {
+    doc.content != activity(&doc.files_discussed, &doc.commits_made)
 }
 
 /// Decision documents for the messages of one session (heuristic extraction, see
@@ -137,6 +176,7 @@ pub fn decision_documents(messages: &[Document]) -> Vec<Document> {
                 supersedes: Vec::new(),
             }),
             answering: None,
+            closes_turn: false,
         });
     }
     out
@@ -269,6 +309,7 @@ pub fn summary_document(session: &str, inputs: &[SessionFile<'_>], docs: &[Docum
             ended_at_ms: end.timestamp_millis(),
         }),
         answering: None,
+        closes_turn: false,
     })
 }
 
@@ -394,6 +435,58 @@ mod tests {
         assert!(!s.key_topics.iter().any(|t| t.starts_with("source:")), "the agent is not a topic: {:?}", s.key_topics);
         assert!(summary.tags.contains(&"source:claude-code".to_string()), "an agent filter finds the summary");
         assert!(summary_document("S", &files, &[]).is_none(), "no message, no summary");
+    }
+
+    #[test]
+    fn the_agents_last_words_before_the_person_speaks_again_close_its_turn() {
+        let mut edit = msg("a2", Role::Assistant, "", 3);
+        edit.files = vec![FileRef { path: "D:/App/src/db.rs".into(), line_ranges: vec![], action: FileAction::Edited }];
+        let main = ParsedFile {
+            messages: vec![
+                msg("u1", Role::User, "為什麼登入會失敗？", 0),
+                msg("a0", Role::Assistant, "Let me look at the middleware.", 1),
+                msg("a1", Role::Assistant, "Found it: the expiry check unwraps.", 2),
+                edit,
+                msg("u2", Role::User, "고쳐 주세요", 4),
+                msg("a3", Role::Assistant, "Fixing it now.", 5),
+                msg("a4", Role::Assistant, "修正しました。テストも通ります。", 6),
+            ],
+            ..Default::default()
+        };
+        let side = ParsedFile {
+            messages: vec![
+                msg("s1", Role::Assistant, "Reading src/auth.rs.", 7),
+                msg("s2", Role::Assistant, "The token is checked in one place.", 8),
+            ],
+            ..Default::default()
+        };
+        let files = [SessionFile { parsed: &main, agent: None }, SessionFile { parsed: &side, agent: Some("Explore") }];
+        let (docs, _) = documents("S", "D:\\App", Agent::ClaudeCode, &files);
+        let closing: Vec<&str> = docs
+            .iter()
+            .filter(|d| d.closes_turn)
+            .map(|d| match &d.body {
+                DocBody::Message(m) => m.message_uuid.as_str(),
+                _ => unreachable!(),
+            })
+            .collect();
+        // a1, not the edit after it (no words of its own); a4 at the end of the main file; s2
+        // at the end of the sub-agent's transcript. The person's messages never close a turn.
+        assert_eq!(closing, ["a1", "a4", "s2"]);
+        // What a stored collection reads back to mark them (the edit stands for tool calls only).
+        let own: Vec<bool> = docs.iter().map(has_own_words).collect();
+        assert_eq!(own, [true, true, true, false, true, true, true, true, true]);
+        let stored: Vec<(Role, bool, Option<String>)> = docs
+            .iter()
+            .map(|d| match &d.body {
+                DocBody::Message(m) => (m.role, has_own_words(d), m.agent.clone()),
+                _ => unreachable!(),
+            })
+            .collect();
+        let again: Vec<bool> = closing_turns(&stored);
+        assert_eq!(again, docs.iter().map(|d| d.closes_turn).collect::<Vec<_>>(), "the same from the stored documents");
+        assert!(closing_turns::<u8>(&[]).is_empty());
+        assert_eq!(closing_turns(&[(Role::Assistant, true, 0), (Role::Assistant, true, 1)]), [true, true]);
     }
 
     #[test]

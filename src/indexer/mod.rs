@@ -493,11 +493,14 @@ fn index_session(
     if let Some(summary) = session::summary_document(&s.id, &inputs, &docs) {
         docs.push(summary);
     }
-    // On append, only messages not stored yet (or changed) are written.
+    // On append, only messages not stored yet (or changed) are written: the turn that closed
+    // at the end of the file last time and goes on now loses its closing mark.
     let mut fresh = Vec::with_capacity(docs.len());
     for d in docs {
         if appended
-            && coll.get(d.id)?.is_some_and(|old| old.content == d.content && old.files_discussed == d.files_discussed)
+            && coll.get(d.id)?.is_some_and(|old| {
+                old.content == d.content && old.files_discussed == d.files_discussed && old.closes_turn == d.closes_turn
+            })
         {
             continue;
         }

@@ -140,6 +140,7 @@ pub fn remember(index: &Index, what: &Remember<'_>) -> Result<Remembered> {
             supersedes: Vec::new(),
         }),
         answering: None,
+        closes_turn: false,
     };
     let new = existing.is_none();
     if new {

@@ -26,13 +26,17 @@ pub(crate) struct RankFields {
     /// A message that ends by asking ([`asks`]): it restates a question more often than it
     /// answers one ([`crate::Ranking::question`]).
     pub(crate) asks: bool,
+    /// The agent's message that closes its turn ([`Document::closes_turn`],
+    /// [`crate::Ranking::closing`]).
+    pub(crate) closes: bool,
 }
 
-/// Version byte of the encoding, then the fields little-endian. Version 1 had no `asks`: its
-/// rows are rewritten when a collection opens ([`crate::store`]'s backfill).
-pub(crate) const VERSION: u8 = 2;
+/// Version byte of the encoding, then the fields little-endian. Version 1 had no `asks`,
+/// version 2 no `closes`: their rows are rewritten when a collection opens ([`crate::store`]'s
+/// backfill).
+pub(crate) const VERSION: u8 = 3;
 /// Encoded length in bytes.
-pub(crate) const ENCODED_LEN: usize = 1 + 16 + 8 + 16 + 8 + 8 + 1 + 1;
+pub(crate) const ENCODED_LEN: usize = 1 + 16 + 8 + 16 + 8 + 8 + 1 + 1 + 1;
 /// `position` when there is none.
 const NO_POSITION: u64 = u64::MAX;
 
@@ -53,6 +57,7 @@ impl RankFields {
             timestamp_ms: doc.timestamp.timestamp_millis(),
             status,
             asks: position.is_some() && asks(&doc.content),
+            closes: position.is_some() && doc.closes_turn,
         }
     }
 
@@ -72,6 +77,7 @@ impl RankFields {
             Some(DecisionStatus::Rejected) => 3,
         };
         out[58] = u8::from(self.asks);
+        out[59] = u8::from(self.closes);
         out
     }
 
@@ -99,12 +105,18 @@ impl RankFields {
             position: (position != NO_POSITION).then_some(position),
             timestamp_ms: u64_at(49) as i64,
             status,
-            asks: match b[58] {
-                0 => false,
-                1 => true,
-                _ => return None,
-            },
+            asks: flag(b[58])?,
+            closes: flag(b[59])?,
         })
+    }
+}
+
+/// A stored flag: 0 or 1, anything else a damaged row.
+fn flag(byte: u8) -> Option<bool> {
+    match byte {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
     }
 }
 
@@ -139,6 +151,8 @@ mod tests {
     fn fields_survive_their_encoding() {
         let mut msg = Document::message("会话-s", "u-1", 7, Role::User, "数据 库\tchoice");
         msg.timestamp = chrono::DateTime::from_timestamp_millis(-5).unwrap();
+        let mut closing = Document::message("会话-s", "u-3", 9, Role::Assistant, "修正しました。");
+        closing.closes_turn = true;
         let mut dec = Document::message("s", "u-2", 0, Role::Assistant, "x");
         dec.body = DocBody::Decision(DecisionFields {
             summary: "x".into(),
@@ -150,7 +164,8 @@ mod tests {
             superseded_by: None,
             supersedes: vec![],
         });
-        for doc in [msg, dec] {
+        assert!(RankFields::of(&closing).closes && !RankFields::of(&msg).closes);
+        for doc in [msg, dec, closing] {
             let f = RankFields::of(&doc);
             assert_eq!(RankFields::decode(&f.encode()), Some(f));
         }
@@ -163,6 +178,9 @@ mod tests {
         bad = f.encode();
         bad[57] = 7;
         assert_eq!(RankFields::decode(&bad), None, "an unknown status");
+        bad = f.encode();
+        bad[59] = 2;
+        assert_eq!(RankFields::decode(&bad), None, "a flag neither 0 nor 1");
         assert_eq!(RankFields::decode(&f.encode()[1..]), None, "a short row");
     }
 

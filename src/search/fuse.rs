@@ -252,6 +252,9 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
             }
         }
     }
+    if mode == SearchMode::Hybrid && ranking.closing > 0.0 {
+        close_turns(&mut scores, &mut all, ranking.closing);
+    }
     let mut order: Vec<usize> = (0..all.len()).collect();
     // Ties broken by collection, then document id: the same order on every run and limit.
     order.sort_by(|&a, &b| {
@@ -280,6 +283,37 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
         keep_leaders(&mut out);
     }
     out
+}
+
+/// The agent's last words of a turn are where it reports what it found or did
+/// ([`Ranking::closing`]): each session's hits are put in the order of their scores with
+/// `closing` added to its closing messages, in the places (and at the scores) its hits held,
+/// so that a session's own hits are reordered and no session gains or loses a place against
+/// another. What each hit gained or lost is its [`Signals::closes`].
+fn close_turns(scores: &mut [f32], all: &mut [(usize, Candidate)], closing: f32) {
+    let mut sessions: HashMap<(usize, u64), Vec<usize>> = HashMap::new();
+    for (i, (pool, c)) in all.iter().enumerate() {
+        sessions.entry((*pool, c.fields.session)).or_default().push(i);
+    }
+    for hits in sessions.into_values().filter(|h| h.len() > 1) {
+        let mut places: Vec<f32> = hits.iter().map(|&i| scores[i]).collect();
+        places.sort_by(|a, b| b.total_cmp(a));
+        let gained = |i: usize| scores[i] + if all[i].1.fields.closes { closing } else { 0.0 };
+        let mut order = hits.clone();
+        // Of equal gained scores, the closing message first, then the one that matched better.
+        order.sort_by(|&a, &b| {
+            gained(b)
+                .total_cmp(&gained(a))
+                .then(all[b].1.fields.closes.cmp(&all[a].1.fields.closes))
+                .then(scores[b].total_cmp(&scores[a]))
+        });
+        for (&i, place) in order.iter().zip(places) {
+            all[i].1.signals.closes = place - scores[i];
+        }
+    }
+    for (s, (_, c)) in scores.iter_mut().zip(all.iter()) {
+        *s += c.signals.closes;
+    }
 }
 
 /// Moves the best hit by meaning, then the best by words, to second place when it stands

@@ -17,8 +17,8 @@ pub use fuse::POOL_DEPTH;
 pub use plan::{Plan, PlanPath};
 pub use query::{Filter, MAX_LIMIT, MAX_QUERY_BYTES, Query, SearchMode, asks_about_a_decision};
 pub use ranking::{
-    Context, DEFAULT_ANSWER, DEFAULT_BACKGROUND_PRIOR, DEFAULT_DECISION_LIFT, DEFAULT_GLOSS, DEFAULT_LEADERS,
-    DEFAULT_QUESTION, DEFAULT_TRANSLATION, Fusion, Ranking, Recency, Signals,
+    Context, DEFAULT_ANSWER, DEFAULT_BACKGROUND_PRIOR, DEFAULT_CLOSING, DEFAULT_DECISION_LIFT, DEFAULT_GLOSS,
+    DEFAULT_LEADERS, DEFAULT_QUESTION, DEFAULT_TRANSLATION, Fusion, Ranking, Recency, Signals,
 };
 
 /// One search result.

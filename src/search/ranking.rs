@@ -155,6 +155,25 @@ pub struct Ranking {
     /// [`DEFAULT_ANSWER`].
     #[serde(default = "default_answer")]
     pub answer: f32,
+    /// How far a hybrid hit that is the agent's message closing its turn
+    /// ([`crate::Document::closes_turn`]: its last words before the person speaks again) moves
+    /// up among the hits of its own session: in a coding agent's session that is where it
+    /// reports what it found or did, while the person's request and the agent's narration on
+    /// the way ("let me check the middleware") match a question about it as well. Each
+    /// session's hits are ordered by their scores with this added to its closing messages, in
+    /// the places its hits held, at those places' scores and relevance: a session's own hits
+    /// are reordered, no session gains or loses a place against another. In score units; 0
+    /// turns it off. Default: [`DEFAULT_CLOSING`].
+    #[serde(default = "default_closing")]
+    pub closing: f32,
+}
+
+/// The default [`Ranking::closing`], chosen on the development half of the one-session
+/// questions over coding-agent sessions (docs/ranking.md, «The agent's last words of a turn»).
+pub const DEFAULT_CLOSING: f32 = 1.0;
+
+fn default_closing() -> f32 {
+    DEFAULT_CLOSING
 }
 
 /// The default [`Ranking::answer`] (docs/ranking.md, «The reply to a question that matched»).
@@ -204,6 +223,7 @@ impl Default for Ranking {
             background_prior: DEFAULT_BACKGROUND_PRIOR,
             question: DEFAULT_QUESTION,
             answer: DEFAULT_ANSWER,
+            closing: DEFAULT_CLOSING,
         }
     }
 }
@@ -272,4 +292,9 @@ pub struct Signals {
     /// positive).
     #[serde(default)]
     pub answers: f32,
+    /// What the hit gained or lost when its session's hits were reordered for the agent's
+    /// messages closing their turns ([`Ranking::closing`]): the score of the place it took
+    /// less its own.
+    #[serde(default)]
+    pub closes: f32,
 }

@@ -38,9 +38,10 @@ fn decode_body<T: DeserializeOwned>(what: &'static str, body: &[u8]) -> Result<T
     Ok(value)
 }
 
-/// Version of the document record. 2 added [`Document::answering`], encoded last; a version-1
-/// record is the same bytes without it.
-pub(crate) const DOCUMENT_VERSION: u8 = 2;
+/// Version of the document record. 2 added [`Document::answering`], 3
+/// [`Document::closes_turn`], each encoded last: a record of an earlier version is the same
+/// bytes without them.
+pub(crate) const DOCUMENT_VERSION: u8 = 3;
 
 /// Encodes a document (version [`DOCUMENT_VERSION`]).
 pub(crate) fn encode_document(doc: &Document) -> Vec<u8> {
@@ -49,16 +50,17 @@ pub(crate) fn encode_document(doc: &Document) -> Vec<u8> {
     out
 }
 
-/// Decodes a document of version 2, or of version 1 (written before [`Document::answering`]
-/// existed): its bytes are those of version 2 without the last field, and an absent `Option`
-/// is one zero byte in this encoding, so the record is read with that byte appended (a copy,
-/// for old records only; a current one is read in place).
+/// Decodes a document of version 3, or of an earlier one: version 2 lacks the last field
+/// ([`Document::closes_turn`], a `false` is one zero byte in this encoding), version 1 the last
+/// two (an absent [`Document::answering`] is one zero byte too), so an old record is read with
+/// those bytes appended (a copy, for old records only; a current one is read in place).
 pub(crate) fn decode_document(bytes: &[u8]) -> Result<Document> {
     let what = "document";
     let (&version, body) = bytes.split_first().ok_or_else(|| Error::Codec { what, reason: "empty record".into() })?;
     match version {
         DOCUMENT_VERSION => decode_body(what, body),
-        1 => decode_body(what, &[body, &[0]].concat()),
+        2 => decode_body(what, &[body, &[0]].concat()),
+        1 => decode_body(what, &[body, &[0, 0]].concat()),
         v => Err(Error::FormatVersion { what, found: v.into(), supported: DOCUMENT_VERSION.into() }),
     }
 }
@@ -94,9 +96,11 @@ mod tests {
         assert_eq!(decode_document(&bytes).unwrap(), d);
         d.answering = Some(Quote::new("Mélanie", "说了什么？"));
         assert_eq!(decode_document(&encode_document(&d)).unwrap(), d);
+        d.closes_turn = true;
+        assert_eq!(decode_document(&encode_document(&d)).unwrap(), d);
         let mut bad = bytes.clone();
         bad[0] = 99;
-        assert!(matches!(decode_document(&bad), Err(Error::FormatVersion { found: 99, supported: 2, .. })));
+        assert!(matches!(decode_document(&bad), Err(Error::FormatVersion { found: 99, supported: 3, .. })));
         assert!(matches!(decode_document(&bytes[..bytes.len() - 2]), Err(Error::Codec { .. })));
         assert!(matches!(decode_document(&[]), Err(Error::Codec { .. })));
     }
@@ -117,6 +121,19 @@ mod tests {
         indexed_at: chrono::DateTime<chrono::Utc>,
         extraction_method: &'a crate::doc::ExtractionMethod,
         body: &'a crate::doc::DocBody,
+    }
+
+    #[test]
+    fn a_version_2_document_reads_as_closing_no_turn() {
+        let mut d = Document::message("세션", "u1", 3, Role::Assistant, "修正しました。");
+        d.answering = Some(Quote::new("Ana", "¿y ahora?"));
+        let current = encode_document(&d);
+        // Version 2: the same bytes without the last one (`closes_turn`).
+        let mut v2 = current[..current.len() - 1].to_vec();
+        v2[0] = 2;
+        assert_eq!(decode_document(&v2).unwrap(), d);
+        d.closes_turn = true;
+        assert_eq!(*encode_document(&d).last().unwrap(), 1, "the flag is the record's last byte");
     }
 
     #[test]
@@ -150,8 +167,9 @@ mod tests {
             });
             assert_eq!(v1[0], 1);
             assert_eq!(decode_document(&v1).unwrap(), d);
-            // And it is the version-2 record without its last byte.
-            assert_eq!(&v1[1..], &encode_document(&d)[1..encode_document(&d).len() - 1]);
+            // And it is the current record without its last two bytes.
+            let current = encode_document(&d);
+            assert_eq!(&v1[1..], &current[1..current.len() - 2]);
         }
     }
 

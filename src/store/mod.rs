@@ -11,7 +11,9 @@ pub(crate) mod tables;
 
 use redb::{ReadableDatabase, ReadableMultimapTable, ReadableTable, WriteTransaction};
 
-use crate::doc::Document;
+use std::collections::HashMap;
+
+use crate::doc::{DocBody, Document};
 use crate::error::Result;
 use crate::search::fields::RankFields;
 use tables::*;
@@ -85,7 +87,7 @@ pub(crate) fn remove_document(tx: &WriteTransaction, id: u64) -> Result<Option<D
 pub(crate) fn create_tables(db: &redb::Database) -> Result<()> {
     // Every table there already (any open after the first): no write transaction, so a
     // read-only session leaves the file as it found it (and its seal valid).
-    if all_tables_exist(db)? {
+    if all_tables_exist(db)? && ranking_current(&db.begin_read()?.open_table(RANKING)?)? {
         return Ok(());
     }
     let tx = db.begin_write()?;
@@ -133,29 +135,83 @@ fn all_tables_exist(db: &redb::Database) -> Result<bool> {
     Ok(plain.iter().all(|t| tables.iter().any(|n| n == t)) && multi.iter().all(|t| multimaps.iter().any(|n| n == t)))
 }
 
+/// Whether the ranking rows are of the current encoding ([`crate::search::fields::VERSION`]);
+/// an empty table is.
+fn ranking_current(t: &impl ReadableTable<u64, &'static [u8]>) -> Result<bool> {
+    Ok(t.first()?.is_none_or(|(_, v)| v.value().first() == Some(&crate::search::fields::VERSION)))
+}
+
 /// A collection written before the ranking table existed gets it, filled from its documents
 /// (once: the open that creates the table); one whose rows are of an earlier encoding
-/// ([`crate::search::fields::VERSION`]) gets them rewritten. A document that cannot be decoded
-/// gets no row; a search derives what it needs from the document then, as for any missing row.
+/// ([`crate::search::fields::VERSION`]) gets them rewritten, after its sessions written before
+/// the agent's closing messages were marked get them marked ([`mark_closing_turns`]). A
+/// document that cannot be decoded gets no row; a search derives what it needs from the
+/// document then, as for any missing row.
 fn backfill_ranking(tx: &WriteTransaction) -> Result<()> {
     use redb::TableHandle;
-    if tx.list_tables()?.any(|t| t.name() == RANKING.name()) {
-        // Rows of an earlier encoding are rewritten (a search would otherwise derive every
-        // candidate's fields from its document).
-        let current = tx
-            .open_table(RANKING)?
-            .first()?
-            .is_none_or(|(_, v)| v.value().first() == Some(&crate::search::fields::VERSION));
-        if current {
-            return Ok(());
-        }
+    if tx.list_tables()?.any(|t| t.name() == RANKING.name()) && ranking_current(&tx.open_table(RANKING)?)? {
+        return Ok(());
     }
+    mark_closing_turns(tx)?;
     let docs = tx.open_table(DOCS)?;
     let mut ranking = tx.open_table(RANKING)?;
     for row in docs.iter()? {
         let (id, bytes) = row?;
         if let Ok(doc) = codec::decode_document(bytes.value()) {
             ranking.insert(id.value(), RankFields::of(&doc).encode().as_slice())?;
+        }
+    }
+    Ok(())
+}
+
+/// What [`mark_closing_turns`] reads of a stored message: its index in the session, its
+/// internal id, its role, whether it has words of its own, its sub-agent.
+type Stored = (u64, u64, crate::doc::Role, bool, Option<String>);
+
+/// Marks the messages that close the agent's turn ([`Document::closes_turn`]) in every session
+/// none of whose messages is marked (written before 2026-11-29), from the stored messages in
+/// order, as indexing marks them ([`crate::derive::session::closing_turns`]; a sub-agent's
+/// messages are told apart by their agent). Rewrites those documents' records only: their
+/// vectors and words are unchanged.
+fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
+    // session → its messages; sessions with a marked message are left alone.
+    let mut sessions: HashMap<String, Vec<Stored>> = HashMap::new();
+    let mut marked: std::collections::HashSet<String> = std::collections::HashSet::new();
+    {
+        let docs = tx.open_table(DOCS)?;
+        for row in docs.iter()? {
+            let (id, bytes) = row?;
+            let Ok(doc) = codec::decode_document(bytes.value()) else { continue };
+            let DocBody::Message(m) = &doc.body else { continue };
+            if doc.closes_turn {
+                marked.insert(doc.session_id.clone());
+            }
+            let own = crate::derive::session::has_own_words(&doc);
+            sessions.entry(doc.session_id.clone()).or_default().push((
+                m.message_index,
+                id.value(),
+                m.role,
+                own,
+                m.agent.clone(),
+            ));
+        }
+    }
+    let mut docs = tx.open_table(DOCS)?;
+    for (session, mut messages) in sessions {
+        if marked.contains(&session) {
+            continue;
+        }
+        messages.sort_by_key(|m| m.0);
+        let turns: Vec<_> = messages.iter().map(|(_, _, role, own, agent)| (*role, *own, agent.clone())).collect();
+        for ((_, id, ..), closes) in messages.iter().zip(crate::derive::session::closing_turns(&turns)) {
+            if !closes {
+                continue;
+            }
+            let doc = docs.get(*id)?.map(|b| codec::decode_document(b.value()));
+            if let Some(Ok(mut doc)) = doc {
+                doc.closes_turn = true;
+                docs.insert(*id, codec::encode_document(&doc).as_slice())?;
+            }
         }
     }
     Ok(())
@@ -199,4 +255,68 @@ pub(crate) fn ids_of(tx: &WriteTransaction, uuids: impl IntoIterator<Item = uuid
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::{FileAction, FileRef, Role};
+
+    fn message(session: &str, i: u64, role: Role, text: &str) -> Document {
+        Document::message(session, &format!("{session}-{i}"), i, role, text)
+    }
+
+    /// A collection written before closing messages were marked (its ranking rows of version
+    /// 2) gets them marked on its next open, as indexing would have, and its rows rewritten;
+    /// a session already marked is left as it is.
+    #[test]
+    fn an_older_collection_gets_its_closing_messages_marked_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.redb");
+        let mut edit = message("会话", 3, Role::Assistant, "edited src/認証.rs");
+        edit.files_discussed =
+            vec![FileRef { path: "src/認証.rs".into(), line_ranges: vec![], action: FileAction::Edited }];
+        let old = [
+            message("会话", 0, Role::User, "為什麼登入會失敗？"),
+            message("会话", 1, Role::Assistant, "Let me look."),
+            message("会话", 2, Role::Assistant, "Found it: the expiry check unwraps."),
+            edit,
+            message("会话", 4, Role::User, "고쳐 주세요"),
+            message("会话", 5, Role::Assistant, "修正しました。"),
+        ];
+        let mut marked = vec![message("s2", 0, Role::User, "go on"), message("s2", 1, Role::Assistant, "done")];
+        let mut unmarked_closing = message("s2", 2, Role::Assistant, "left as it is");
+        marked[1].closes_turn = true;
+        unmarked_closing.closes_turn = false;
+        marked.push(unmarked_closing);
+        {
+            let db = redb::Database::create(&path).unwrap();
+            create_tables(&db).unwrap();
+            let tx = db.begin_write().unwrap();
+            for (id, d) in old.iter().chain(&marked).enumerate() {
+                put_document(&tx, id as u64, d).unwrap();
+            }
+            // Rows as version 2 wrote them.
+            let ids: Vec<u64> = (0..(old.len() + marked.len()) as u64).collect();
+            let mut t = tx.open_table(RANKING).unwrap();
+            for id in ids {
+                let mut row = t.get(id).unwrap().unwrap().value().to_vec();
+                row[0] = 2;
+                row.pop();
+                t.insert(id, row.as_slice()).unwrap();
+            }
+            drop(t);
+            tx.commit().unwrap();
+        }
+        let db = redb::Database::create(&path).unwrap();
+        create_tables(&db).unwrap();
+        let tx = db.begin_read().unwrap();
+        let (docs, rows) = (tx.open_table(DOCS).unwrap(), tx.open_table(RANKING).unwrap());
+        let closes: Vec<bool> = (0..9u64).map(|id| get_doc(&docs, id).unwrap().unwrap().closes_turn).collect();
+        assert_eq!(closes, [false, false, true, false, false, true, false, true, false]);
+        for id in 0..9u64 {
+            let row = RankFields::decode(rows.get(id).unwrap().unwrap().value()).expect("a current row");
+            assert_eq!(row.closes, closes[id as usize], "row {id}");
+        }
+    }
 }

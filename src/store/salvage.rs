@@ -210,25 +210,34 @@ mod tests {
     use crate::doc::{Quote, Role};
 
     #[test]
-    fn documents_of_both_record_versions_are_read_back() {
+    fn documents_of_every_record_version_are_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("data.redb");
         let mut new = Document::message("会话", "u1", 1, Role::Other, "Lisboa");
         new.answering = Some(Quote::new("Ana", "¿Dónde?"));
+        new.closes_turn = true;
         let old = Document::message("会话", "u0", 0, Role::User, "¿Dónde?");
+        let mut two = Document::message("会话", "u2", 2, Role::Assistant, "Lisboa, 2023.");
+        two.answering = Some(Quote::new("Bó", "¿Cuándo?"));
         {
             let db = redb::Database::create(&path).unwrap();
             let tx = db.begin_write().unwrap();
             crate::store::put_document(&tx, 1, &new).unwrap();
-            // As version 1 wrote it: the same bytes without the trailing `answering`.
+            // As version 1 wrote it: the same bytes without the trailing `answering` and
+            // `closes_turn`.
             let mut v1 = codec::encode_document(&old);
-            v1.pop();
+            v1.truncate(v1.len() - 2);
             v1[0] = 1;
             tx.open_table(DOCS).unwrap().insert(2, v1.as_slice()).unwrap();
+            // As version 2 wrote it: without the trailing `closes_turn`.
+            let mut v2 = codec::encode_document(&two);
+            v2.pop();
+            v2[0] = 2;
+            tx.open_table(DOCS).unwrap().insert(3, v2.as_slice()).unwrap();
             tx.commit().unwrap();
         }
         let s = salvage(&path);
-        assert_eq!(s.docs, [new, old]);
+        assert_eq!(s.docs, [new, old, two]);
         assert!(!s.unreadable.contains_key("docs"), "{:?}", s.unreadable);
         assert_eq!(s.newer, None);
     }

@@ -308,3 +308,48 @@ fn collections_without_ranking_rows_rank_the_same() {
         assert_eq!(r, d, "collection {n}: every document has its row again");
     }
 }
+
+/// Which messages close the agent's turn (`Document::closes_turn`, what `Ranking::closing`
+/// reads) is the same whether a session was indexed whole or in two runs cut in the middle of a
+/// turn: the message that closed the turn at the cut loses the mark when the agent goes on.
+#[test]
+fn closing_messages_are_marked_alike_when_a_session_grows_mid_turn() {
+    let (history, transcript) = crate::common::sample_history();
+    let full = std::fs::read_to_string(&transcript).unwrap();
+    let lines: Vec<&str> = full.lines().collect();
+    let session = transcript.file_stem().unwrap().to_string_lossy().into_owned();
+    let marks = |index: &Index| -> Vec<(String, bool)> {
+        let info = &index.collections().unwrap()[0];
+        let coll = index.collection(&info.tenant, &info.project).unwrap();
+        let mut out: Vec<(u64, String, bool)> = lines
+            .iter()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["uuid"].as_str().map(str::to_string))
+            .filter_map(|u| coll.get(Document::stable_id(&session, DocKind::Message, &u)).unwrap())
+            .map(|d| match &d.body {
+                convdex::DocBody::Message(m) => (m.message_index, m.message_uuid.clone(), d.closes_turn),
+                _ => unreachable!(),
+            })
+            .collect();
+        out.sort();
+        out.into_iter().map(|(_, u, c)| (u, c)).collect()
+    };
+    let whole_dir = tempfile::tempdir().unwrap();
+    let whole = crate::common::hash_index(whole_dir.path(), CollectionOptions::default());
+    convdex::index_paths(&whole, &[history.path().join("projects")], &convdex::IndexOptions::default()).unwrap();
+    let expected = marks(&whole);
+    let closing: Vec<&str> = expected.iter().filter(|(_, c)| *c).map(|(u, _)| u.as_str()).collect();
+    assert_eq!(closing, ["s-a2-0", "s-a6-0", "s-a7-0", "s-a8-0"], "the agent's last words of each turn");
+    // The same session indexed after its first two lines (the agent's first words then close
+    // the transcript), then again after the rest was appended.
+    let grown_dir = tempfile::tempdir().unwrap();
+    let grown = crate::common::hash_index(grown_dir.path(), CollectionOptions::default());
+    std::fs::write(&transcript, format!("{}\n{}\n", lines[0], lines[1])).unwrap();
+    convdex::index_paths(&grown, &[history.path().join("projects")], &convdex::IndexOptions::default()).unwrap();
+    assert_eq!(marks(&grown), [("s-u1".to_string(), false), ("s-a1-0".to_string(), true)]);
+    std::fs::write(&transcript, &full).unwrap();
+    let report =
+        convdex::index_paths(&grown, &[history.path().join("projects")], &convdex::IndexOptions::default()).unwrap();
+    assert_eq!(report.sessions_appended, 1, "{report:?}");
+    assert_eq!(marks(&grown), expected);
+}

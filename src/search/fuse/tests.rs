@@ -73,6 +73,7 @@ const NO_CONTEXT: Ranking = Ranking {
     background_prior: 0.0,
     question: 0.0,
     answer: 0.0,
+    closing: 0.0,
 };
 
 #[test]
@@ -259,6 +260,48 @@ fn the_reply_to_a_message_that_asked_gains_the_answer_weight() {
     // Only hybrid search reads it.
     let semantic = rank(vec![p()], SearchMode::Semantic, &on, false);
     assert!(semantic.iter().all(|r| r.candidate.signals.answers == 0.0));
+}
+
+#[test]
+fn the_agents_message_closing_its_turn_leads_its_session_in_the_places_it_held() {
+    let closing = |session: &str, index: u64, cos: f32| {
+        let mut d =
+            Document::message(session, &format!("{session}-{index}"), index, Role::Assistant, &format!("修正 {index}"));
+        d.closes_turn = true;
+        cand_of(d, Some(cos), Some(5.0))
+    };
+    // Words match every hit alike (scores where the relevance curve is not flat). a:1 is the
+    // person's request, a:2 the agent on its way, a:3 and a:4 its last words of two turns; b:1
+    // closes a turn of another session.
+    let p = || {
+        pool(vec![
+            cand("a", 1, Some(0.3), Some(5.0)),
+            cand("a", 2, Some(0.27), Some(5.0)),
+            closing("a", 3, 0.25),
+            closing("a", 4, 0.24),
+            closing("b", 1, 0.28),
+        ])
+    };
+    let on_ranking = Ranking { closing: 1.5, ..NO_CONTEXT };
+    let off = rank(vec![p()], SearchMode::Hybrid, &NO_CONTEXT, false);
+    let on = rank(vec![p()], SearchMode::Hybrid, &on_ranking, false);
+    assert_eq!(order(&off), ["a:1", "b:1", "a:2", "a:3", "a:4"]);
+    // Session a's closing messages take its first places, a:3 first (it matched better); b
+    // keeps its place; every place keeps its score and relevance.
+    assert_eq!(order(&on), ["a:3", "b:1", "a:4", "a:1", "a:2"]);
+    let scores = |r: &[Ranked]| r.iter().map(|x| (x.score, x.relevance)).collect::<Vec<_>>();
+    assert_eq!(scores(&on), scores(&off));
+    assert!(off[0].relevance > off[4].relevance, "the places' relevance differs: {:?}", scores(&off));
+    let get = |r: &[Ranked], l: &str| r.iter().find(|x| label(x) == l).unwrap().clone();
+    for (l, was) in [("a:3", "a:1"), ("a:4", "a:2"), ("a:1", "a:3"), ("a:2", "a:4")] {
+        let moved = get(&on, l);
+        assert!((moved.candidate.signals.closes - (get(&off, was).score - get(&off, l).score)).abs() < 1e-5, "{l}");
+    }
+    assert!(get(&on, "a:3").candidate.signals.closes > 0.0 && get(&on, "a:1").candidate.signals.closes < 0.0);
+    assert_eq!(get(&on, "b:1").candidate.signals.closes, 0.0, "alone in its session");
+    // Only hybrid search reads it.
+    let semantic = rank(vec![p()], SearchMode::Semantic, &on_ranking, false);
+    assert!(semantic.iter().all(|r| r.candidate.signals.closes == 0.0));
 }
 
 #[test]
