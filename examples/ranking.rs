@@ -38,7 +38,9 @@
 //! `Ranking::answer`), `RANKING_CLOSING=w,…` those of the turn's closing message
 //! (`Ranking::closing`); `RANKING_SWEEP=w:s:n,…` replaces the grid of `--sweep`; `--team URL` pushes the LoCoMo
 //! projects to the team store at `URL` (PostgreSQL with pgvector) and asks every question of
-//! both stores (evidence recall@10, hit@5, hit@1 side by side).
+//! both stores (evidence recall@10, hit@5, hit@1 side by side). `RANKING_CASES=1` prints each
+//! Claude Code case's first hit, whether it is in the answering session and where the answer
+//! stands (`RANKING_CASES_TEXT=1`: with the hits' first words).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -280,9 +280,9 @@ pub struct Document {
     /// The agent's message that closes its turn: its last message with words of its own (not
     /// only tool calls) before the person speaks again or its transcript ends, where a coding
     /// agent reports what it found or did ([`crate::Ranking::closing`]). Set when a session is
-    /// indexed; false for the person's messages, imported conversations, decisions and
-    /// summaries, and for sessions indexed before 2026-11-29 until they are indexed again
-    /// (`convdex index --force`). Stored after `answering` (see `store::codec`).
+    /// indexed (a collection written before 2026-11-29 gets its sessions' closing messages
+    /// marked on its next open); false for the person's messages, imported conversations,
+    /// decisions and summaries. Stored after `answering` (see `store::codec`).
     #[serde(default)]
     pub closes_turn: bool,
 }

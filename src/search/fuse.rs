@@ -20,6 +20,8 @@
 //!    better of its two neighbouring messages, measured above the background.
 //! 4. **Recency** (optional, [`Recency`]).
 //! 5. **Fold** identical content of one session into its first hit.
+//! 6. **Close turns** ([`Ranking::closing`]): within each session, the agent's messages that
+//!    close a turn move up among its messages, in the places those held.
 //!
 //! Semantic and lexical modes rank by their own calibrated signal. The readable
 //! [`Hit::relevance`](crate::Hit::relevance) is a logistic, fitted for each model, of the
@@ -252,33 +254,47 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
             }
         }
     }
-    if mode == SearchMode::Hybrid && ranking.closing > 0.0 {
-        close_turns(&mut scores, &mut all, ranking.closing);
-    }
-    let mut order: Vec<usize> = (0..all.len()).collect();
+    // Read from the signals before the closing messages' reordering (a moved hit takes its
+    // place's).
+    let mut relevances: Vec<u8> =
+        all.iter().map(|(pool, c)| relevance(mode, &curves[*pool], &c.signals, vectors[*pool])).collect();
     // Ties broken by collection, then document id: the same order on every run and limit.
-    order.sort_by(|&a, &b| {
+    fn before(scores: &[f32], all: &[(usize, Candidate)], a: usize, b: usize) -> std::cmp::Ordering {
         scores[b]
             .total_cmp(&scores[a])
             .then(all[a].0.cmp(&all[b].0))
             .then(all[a].1.fields.uuid.cmp(&all[b].1.fields.uuid))
-    });
-    let mut slots: Vec<Option<(usize, Candidate)>> = all.into_iter().map(Some).collect();
-    let mut out: Vec<Ranked> = Vec::with_capacity(order.len());
-    // (pool, session and folded content) → the first hit kept with it (the 128-bit hash of
-    // [`super::fields::fold_hash`] stands for the content).
+    }
+    // Identical content of one session folds into its first hit: (pool, session and folded
+    // content) → that hit (the 128-bit hash of [`super::fields::fold_hash`] stands for the
+    // content).
     let mut first_of: HashMap<(usize, u128), usize> = HashMap::new();
-    for i in order {
-        let Some((pool, candidate)) = slots[i].take() else { continue };
-        match first_of.entry((pool, candidate.fields.fold)) {
-            std::collections::hash_map::Entry::Occupied(at) => out[*at.get()].folded += 1,
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(out.len());
-                let relevance = relevance(mode, &curves[pool], &candidate.signals, vectors[pool]);
-                out.push(Ranked { pool, candidate, score: scores[i], relevance, folded: 0 });
-            }
+    for i in 0..all.len() {
+        let at = first_of.entry((all[i].0, all[i].1.fields.fold)).or_insert(i);
+        if before(&scores, &all, i, *at).is_lt() {
+            *at = i;
         }
     }
+    let mut folded = vec![0usize; all.len()];
+    for (i, (pool, c)) in all.iter().enumerate() {
+        let at = first_of[&(*pool, c.fields.fold)];
+        if at != i {
+            folded[at] += 1;
+        }
+    }
+    let mut order: Vec<usize> = first_of.into_values().collect();
+    if mode == SearchMode::Hybrid && ranking.closing > 0.0 && matches!(ranking.fusion, Fusion::Calibrated { .. }) {
+        close_turns(&order, &mut scores, &mut relevances, &mut all, ranking.closing);
+    }
+    order.sort_by(|&a, &b| before(&scores, &all, a, b));
+    let mut slots: Vec<Option<(usize, Candidate)>> = all.into_iter().map(Some).collect();
+    let mut out: Vec<Ranked> = order
+        .into_iter()
+        .filter_map(|i| {
+            let (pool, candidate) = slots[i].take()?;
+            Some(Ranked { pool, candidate, score: scores[i], relevance: relevances[i], folded: folded[i] })
+        })
+        .collect();
     if mode == SearchMode::Hybrid && ranking.leaders {
         keep_leaders(&mut out);
     }
@@ -286,20 +302,28 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
 }
 
 /// The agent's last words of a turn are where it reports what it found or did
-/// ([`Ranking::closing`]): each session's hits are put in the order of their scores with
-/// `closing` added to its closing messages, in the places (and at the scores) its hits held,
-/// so that a session's own hits are reordered and no session gains or loses a place against
-/// another. What each hit gained or lost is its [`Signals::closes`].
-fn close_turns(scores: &mut [f32], all: &mut [(usize, Candidate)], closing: f32) {
+/// ([`Ranking::closing`]): the messages of each session among `hits` (one per folded
+/// content) are put in the order of their scores with `closing` added to its closing messages,
+/// in the places its messages held, at those places' scores and relevance, so that a
+/// session's own messages are reordered and no session gains or loses a place against
+/// another (its decisions and summary keep theirs). What each message gained or lost is its
+/// [`Signals::closes`].
+fn close_turns(
+    hits: &[usize],
+    scores: &mut [f32],
+    relevances: &mut [u8],
+    all: &mut [(usize, Candidate)],
+    closing: f32,
+) {
     let mut sessions: HashMap<(usize, u64), Vec<usize>> = HashMap::new();
-    for (i, (pool, c)) in all.iter().enumerate() {
-        sessions.entry((*pool, c.fields.session)).or_default().push(i);
+    for &i in hits.iter().filter(|&&i| all[i].1.fields.position.is_some()) {
+        sessions.entry((all[i].0, all[i].1.fields.session)).or_default().push(i);
     }
-    for hits in sessions.into_values().filter(|h| h.len() > 1) {
-        let mut places: Vec<f32> = hits.iter().map(|&i| scores[i]).collect();
-        places.sort_by(|a, b| b.total_cmp(a));
+    for messages in sessions.into_values().filter(|m| m.len() > 1) {
+        let mut places: Vec<(f32, u8)> = messages.iter().map(|&i| (scores[i], relevances[i])).collect();
+        places.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
         let gained = |i: usize| scores[i] + if all[i].1.fields.closes { closing } else { 0.0 };
-        let mut order = hits.clone();
+        let mut order = messages;
         // Of equal gained scores, the closing message first, then the one that matched better.
         order.sort_by(|&a, &b| {
             gained(b)
@@ -307,12 +331,12 @@ fn close_turns(scores: &mut [f32], all: &mut [(usize, Candidate)], closing: f32)
                 .then(all[b].1.fields.closes.cmp(&all[a].1.fields.closes))
                 .then(scores[b].total_cmp(&scores[a]))
         });
-        for (&i, place) in order.iter().zip(places) {
+        let moved: Vec<(usize, f32, u8)> = order.iter().zip(places).map(|(&i, (s, r))| (i, s, r)).collect();
+        for (i, place, relevance) in moved {
             all[i].1.signals.closes = place - scores[i];
+            scores[i] = place;
+            relevances[i] = relevance;
         }
-    }
-    for (s, (_, c)) in scores.iter_mut().zip(all.iter()) {
-        *s += c.signals.closes;
     }
 }
 

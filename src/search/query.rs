@@ -208,6 +208,9 @@ pub(crate) fn validate_ranking(r: &Ranking) -> Result<()> {
     if !(0.0..=100.0).contains(&r.answer) {
         return bad("the answer weight", r.answer, "within 0..=100");
     }
+    if !(0.0..=100.0).contains(&r.closing) {
+        return bad("the closing weight", r.closing, "within 0..=100");
+    }
     if !(0.0..=1e9).contains(&r.background_prior) {
         return bad("the background prior (vectors)", r.background_prior, "within 0..=1e9");
     }
@@ -293,5 +296,9 @@ mod tests {
         assert!(matches!(r.validate(), Err(Error::InvalidArgument(m)) if m.contains("half-life")));
         r.ranking = Ranking { gloss: -1.0, ..Default::default() };
         assert!(matches!(r.validate(), Err(Error::InvalidArgument(m)) if m.contains("gloss")));
+        for closing in [-1.0, f32::NAN] {
+            r.ranking = Ranking { closing, ..Default::default() };
+            assert!(matches!(r.validate(), Err(Error::InvalidArgument(m)) if m.contains("closing")));
+        }
     }
 }

@@ -160,9 +160,11 @@ pub struct Ranking {
     /// up among the hits of its own session: in a coding agent's session that is where it
     /// reports what it found or did, while the person's request and the agent's narration on
     /// the way ("let me check the middleware") match a question about it as well. Each
-    /// session's hits are ordered by their scores with this added to its closing messages, in
-    /// the places its hits held, at those places' scores and relevance: a session's own hits
-    /// are reordered, no session gains or loses a place against another. In score units; 0
+    /// session's messages are ordered by their scores with this added to its closing
+    /// messages, in the places its messages held, at those places' scores and relevance: a
+    /// session's own messages are reordered, no session gains or loses a place against another
+    /// (its decisions and summary keep theirs; with [`Ranking::leaders`] on, a leader moved up
+    /// afterwards can still take a place). Calibrated fusion only. In score units, 0–100; 0
     /// turns it off. Default: [`DEFAULT_CLOSING`].
     #[serde(default = "default_closing")]
     pub closing: f32,

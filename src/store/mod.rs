@@ -138,7 +138,9 @@ fn all_tables_exist(db: &redb::Database) -> Result<bool> {
 /// Whether the ranking rows are of the current encoding ([`crate::search::fields::VERSION`]);
 /// an empty table is.
 fn ranking_current(t: &impl ReadableTable<u64, &'static [u8]>) -> Result<bool> {
-    Ok(t.first()?.is_none_or(|(_, v)| v.value().first() == Some(&crate::search::fields::VERSION)))
+    // A newer build's rows are not this build's to rewrite (a search derives what it cannot
+    // read from the document).
+    Ok(t.first()?.is_none_or(|(_, v)| v.value().first().is_some_and(|&b| b >= crate::search::fields::VERSION)))
 }
 
 /// A collection written before the ranking table existed gets it, filled from its documents
@@ -161,6 +163,17 @@ fn backfill_ranking(tx: &WriteTransaction) -> Result<()> {
             ranking.insert(id.value(), RankFields::of(&doc).encode().as_slice())?;
         }
     }
+    // What is left of an earlier encoding (a row whose document cannot be read, or is gone)
+    // goes: the next open would otherwise take the collection for one to upgrade again.
+    let stale: Vec<u64> = ranking
+        .iter()?
+        .filter_map(|row| row.ok())
+        .filter(|(_, v)| v.value().first().is_none_or(|&b| b < crate::search::fields::VERSION))
+        .map(|(id, _)| id.value())
+        .collect();
+    for id in stale {
+        ranking.remove(id)?;
+    }
     Ok(())
 }
 
@@ -170,8 +183,10 @@ type Stored = (u64, u64, crate::doc::Role, bool, Option<String>);
 
 /// Marks the messages that close the agent's turn ([`Document::closes_turn`]) in every session
 /// none of whose messages is marked (written before 2026-11-29), from the stored messages in
-/// order, as indexing marks them ([`crate::derive::session::closing_turns`]; a sub-agent's
-/// messages are told apart by their agent). Rewrites those documents' records only: their
+/// order, as indexing marks them ([`crate::derive::session::closing_turns`]), with one
+/// difference: the stored messages do not say which file they came from, so a sub-agent's
+/// messages are told apart by their agent type (two runs of one type, each starting with its
+/// prompt, are told apart by it). Rewrites those documents' records only: their
 /// vectors and words are unchanged.
 fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
     // session → its messages; sessions with a marked message are left alone.
@@ -201,7 +216,9 @@ fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
         if marked.contains(&session) {
             continue;
         }
-        messages.sort_by_key(|m| m.0);
+        // Each transcript's messages in order: the main one's, then each sub-agent type's (a
+        // sub-agent's run starts with the prompt it was given, which closes the run before it).
+        messages.sort_by(|a, b| a.4.cmp(&b.4).then(a.0.cmp(&b.0)));
         let turns: Vec<_> = messages.iter().map(|(_, _, role, own, agent)| (*role, *own, agent.clone())).collect();
         for ((_, id, ..), closes) in messages.iter().zip(crate::derive::session::closing_turns(&turns)) {
             if !closes {
@@ -266,9 +283,10 @@ mod tests {
         Document::message(session, &format!("{session}-{i}"), i, role, text)
     }
 
-    /// A collection written before closing messages were marked (its ranking rows of version
-    /// 2) gets them marked on its next open, as indexing would have, and its rows rewritten;
-    /// a session already marked is left as it is.
+    /// A collection written before closing messages were marked (document records and ranking
+    /// rows of version 2) gets them marked on its next open, as indexing would have (a
+    /// sub-agent's run apart), and its rows rewritten; a session already marked is left as it
+    /// is; a row whose document cannot be read goes, so the next open has nothing to upgrade.
     #[test]
     fn an_older_collection_gets_its_closing_messages_marked_on_open() {
         let dir = tempfile::tempdir().unwrap();
@@ -276,19 +294,29 @@ mod tests {
         let mut edit = message("会话", 3, Role::Assistant, "edited src/認証.rs");
         edit.files_discussed =
             vec![FileRef { path: "src/認証.rs".into(), line_ranges: vec![], action: FileAction::Edited }];
+        let sub = |i: u64, role: Role, text: &str| {
+            let mut d = message("会话", i, role, text);
+            if let DocBody::Message(m) = &mut d.body {
+                m.agent = Some("explore".into());
+            }
+            d
+        };
         let old = [
             message("会话", 0, Role::User, "為什麼登入會失敗？"),
             message("会话", 1, Role::Assistant, "Let me look."),
             message("会话", 2, Role::Assistant, "Found it: the expiry check unwraps."),
             edit,
             message("会话", 4, Role::User, "고쳐 주세요"),
-            message("会话", 5, Role::Assistant, "修正しました。"),
+            // A sub-agent's run, numbered before the main transcript grew.
+            sub(5, Role::User, "Find where tokens are checked."),
+            sub(6, Role::Assistant, "Reading src/auth.rs."),
+            sub(7, Role::Assistant, "One place: verify_token."),
+            message("会话", 8, Role::Assistant, "修正しました。"),
         ];
         let mut marked = vec![message("s2", 0, Role::User, "go on"), message("s2", 1, Role::Assistant, "done")];
-        let mut unmarked_closing = message("s2", 2, Role::Assistant, "left as it is");
         marked[1].closes_turn = true;
-        unmarked_closing.closes_turn = false;
-        marked.push(unmarked_closing);
+        marked.push(message("s2", 2, Role::Assistant, "left as it is"));
+        let n = (old.len() + marked.len()) as u64;
         {
             let db = redb::Database::create(&path).unwrap();
             create_tables(&db).unwrap();
@@ -296,27 +324,37 @@ mod tests {
             for (id, d) in old.iter().chain(&marked).enumerate() {
                 put_document(&tx, id as u64, d).unwrap();
             }
-            // Rows as version 2 wrote them.
-            let ids: Vec<u64> = (0..(old.len() + marked.len()) as u64).collect();
-            let mut t = tx.open_table(RANKING).unwrap();
-            for id in ids {
-                let mut row = t.get(id).unwrap().unwrap().value().to_vec();
-                row[0] = 2;
+            // Rows as version 2 wrote them, the first session's records too (the second one's
+            // are current: it is marked), and a document that cannot be read.
+            let (mut docs, mut rows) = (tx.open_table(DOCS).unwrap(), tx.open_table(RANKING).unwrap());
+            for id in 0..n {
+                if id < old.len() as u64 {
+                    let mut record = docs.get(id).unwrap().unwrap().value().to_vec();
+                    record.pop();
+                    record[0] = 2;
+                    docs.insert(id, record.as_slice()).unwrap();
+                }
+                let mut row = rows.get(id).unwrap().unwrap().value().to_vec();
                 row.pop();
-                t.insert(id, row.as_slice()).unwrap();
+                row[0] = 2;
+                rows.insert(id, row.as_slice()).unwrap();
             }
-            drop(t);
+            docs.insert(n, [2u8, 0xFF].as_slice()).unwrap();
+            rows.insert(n, [2u8; 59].as_slice()).unwrap();
+            drop((docs, rows));
             tx.commit().unwrap();
         }
         let db = redb::Database::create(&path).unwrap();
         create_tables(&db).unwrap();
         let tx = db.begin_read().unwrap();
         let (docs, rows) = (tx.open_table(DOCS).unwrap(), tx.open_table(RANKING).unwrap());
-        let closes: Vec<bool> = (0..9u64).map(|id| get_doc(&docs, id).unwrap().unwrap().closes_turn).collect();
-        assert_eq!(closes, [false, false, true, false, false, true, false, true, false]);
-        for id in 0..9u64 {
+        let closes: Vec<bool> = (0..n).map(|id| get_doc(&docs, id).unwrap().unwrap().closes_turn).collect();
+        assert_eq!(closes, [false, false, true, false, false, false, false, true, true, false, true, false]);
+        for id in 0..n {
             let row = RankFields::decode(rows.get(id).unwrap().unwrap().value()).expect("a current row");
             assert_eq!(row.closes, closes[id as usize], "row {id}");
         }
+        assert!(rows.get(n).unwrap().is_none(), "the unreadable document's old row is gone");
+        assert!(ranking_current(&rows).unwrap() && all_tables_exist(&db).unwrap(), "nothing left to upgrade");
     }
 }

@@ -280,6 +280,8 @@ fn the_agents_message_closing_its_turn_leads_its_session_in_the_places_it_held()
             closing("a", 3, 0.25),
             closing("a", 4, 0.24),
             closing("b", 1, 0.28),
+            // a:1 said again later: folded into a:1, wherever a:1 goes.
+            cand_of(Document::message("a", "a-9", 9, Role::User, "a message 1"), Some(0.2), Some(5.0)),
         ])
     };
     let on_ranking = Ranking { closing: 1.5, ..NO_CONTEXT };
@@ -299,6 +301,7 @@ fn the_agents_message_closing_its_turn_leads_its_session_in_the_places_it_held()
     }
     assert!(get(&on, "a:3").candidate.signals.closes > 0.0 && get(&on, "a:1").candidate.signals.closes < 0.0);
     assert_eq!(get(&on, "b:1").candidate.signals.closes, 0.0, "alone in its session");
+    assert_eq!((get(&off, "a:1").folded, get(&on, "a:1").folded), (1, 1), "the repeat folds into a:1 either way");
     // Only hybrid search reads it.
     let semantic = rank(vec![p()], SearchMode::Semantic, &on_ranking, false);
     assert!(semantic.iter().all(|r| r.candidate.signals.closes == 0.0));
