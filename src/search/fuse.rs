@@ -20,8 +20,8 @@
 //!    better of its two neighbouring messages, measured above the background.
 //! 4. **Recency** (optional, [`Recency`]).
 //! 5. **Fold** identical content of one session into its first hit.
-//! 6. **Close turns** ([`Ranking::closing`]): within each session, the agent's messages that
-//!    close a turn move up among its messages, in the places those held.
+//! 6. **Close turns** (optional, [`Ranking::closing`]): within each session, the agent's
+//!    messages that close a turn move up among its messages, in the places those held.
 //!
 //! Semantic and lexical modes rank by their own calibrated signal. The readable
 //! [`Hit::relevance`](crate::Hit::relevance) is a logistic, fitted for each model, of the

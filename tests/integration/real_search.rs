@@ -222,9 +222,8 @@ fn a_reply_is_found_by_the_question_it_answers() {
 
 /// The demo (`make demo`) on the shipped sample, with the real model: an answer of each
 /// question (examples/sample/questions.json) is among its three hits shown, and the first hit
-/// is one where the file says `first` (questions 1 and 3; since 2026-11-29 the agent's closing
-/// message leads its session's hits, docs/ranking.md, «The agent's last words of a turn»).
-/// Question 2's first hit is still the deliberation before the decision.
+/// is one where the file says `first` (question 3). Questions 1 and 2 still show the message
+/// that asked first (docs/ranking.md, «The agent's last words of a turn»).
 #[test]
 fn the_demo_finds_each_answer_among_its_first_three() {
     let (history, _) = crate::common::sample_history();
