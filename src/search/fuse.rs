@@ -254,10 +254,6 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
             }
         }
     }
-    // Read from the signals before the closing messages' reordering (a moved hit takes its
-    // place's).
-    let mut relevances: Vec<u8> =
-        all.iter().map(|(pool, c)| relevance(mode, &curves[*pool], &c.signals, vectors[*pool])).collect();
     // Ties broken by collection, then document id: the same order on every run and limit.
     fn before(scores: &[f32], all: &[(usize, Candidate)], a: usize, b: usize) -> std::cmp::Ordering {
         scores[b]
@@ -283,6 +279,13 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
         }
     }
     let mut order: Vec<usize> = first_of.into_values().collect();
+    // Each hit's relevance, read from its signals before the closing messages' reordering (a
+    // moved hit takes its place's).
+    let mut relevances = vec![0u8; all.len()];
+    for &i in &order {
+        let (pool, c) = &all[i];
+        relevances[i] = relevance(mode, &curves[*pool], &c.signals, vectors[*pool]);
+    }
     if mode == SearchMode::Hybrid && ranking.closing > 0.0 && matches!(ranking.fusion, Fusion::Calibrated { .. }) {
         close_turns(&order, &mut scores, &mut relevances, &mut all, ranking.closing);
     }
@@ -331,8 +334,7 @@ fn close_turns(
                 .then(all[b].1.fields.closes.cmp(&all[a].1.fields.closes))
                 .then(scores[b].total_cmp(&scores[a]))
         });
-        let moved: Vec<(usize, f32, u8)> = order.iter().zip(places).map(|(&i, (s, r))| (i, s, r)).collect();
-        for (i, place, relevance) in moved {
+        for (&i, (place, relevance)) in order.iter().zip(places) {
             all[i].1.signals.closes = place - scores[i];
             scores[i] = place;
             relevances[i] = relevance;

@@ -116,10 +116,9 @@ pub(crate) fn relevance(mode: SearchMode, curves: &Curves, signals: &Signals, ve
     let ((a, b, c), s) = match mode {
         SearchMode::Semantic => (curves.semantic, z),
         SearchMode::Lexical => (RELEVANCE_LEXICAL, share),
-        SearchMode::Hybrid => (
-            curves.hybrid,
-            z + curves.lexical_weight * share + signals.context + signals.asked + signals.answers + signals.closes,
-        ),
+        SearchMode::Hybrid => {
+            (curves.hybrid, z + curves.lexical_weight * share + signals.context + signals.asked + signals.answers)
+        }
     };
     let size = (vectors.max(1.0) / 1000.0).ln() as f32;
     let p = 1.0 / (1.0 + (-(a * s + b + c * size)).exp());

@@ -138,9 +138,13 @@ fn all_tables_exist(db: &redb::Database) -> Result<bool> {
 /// Whether the ranking rows are of the current encoding ([`crate::search::fields::VERSION`]);
 /// an empty table is.
 fn ranking_current(t: &impl ReadableTable<u64, &'static [u8]>) -> Result<bool> {
-    // A newer build's rows are not this build's to rewrite (a search derives what it cannot
-    // read from the document).
-    Ok(t.first()?.is_none_or(|(_, v)| v.value().first().is_some_and(|&b| b >= crate::search::fields::VERSION)))
+    Ok(t.first()?.is_none_or(|(_, v)| row_current(v.value())))
+}
+
+/// Whether a ranking row is of the current encoding or a newer one: a newer build's rows are
+/// not this build's to rewrite (a search derives what it cannot read from the document).
+fn row_current(row: &[u8]) -> bool {
+    row.first().is_some_and(|&b| b >= crate::search::fields::VERSION)
 }
 
 /// A collection written before the ranking table existed gets it, filled from its documents
@@ -168,7 +172,7 @@ fn backfill_ranking(tx: &WriteTransaction) -> Result<()> {
     let stale: Vec<u64> = ranking
         .iter()?
         .filter_map(|row| row.ok())
-        .filter(|(_, v)| v.value().first().is_none_or(|&b| b < crate::search::fields::VERSION))
+        .filter(|(_, v)| !row_current(v.value()))
         .map(|(id, _)| id.value())
         .collect();
     for id in stale {
@@ -178,8 +182,8 @@ fn backfill_ranking(tx: &WriteTransaction) -> Result<()> {
 }
 
 /// What [`mark_closing_turns`] reads of a stored message: its index in the session, its
-/// internal id, its role, whether it has words of its own, its sub-agent.
-type Stored = (u64, u64, crate::doc::Role, bool, Option<String>);
+/// internal id, its role, whether it has words of its own, its sub-agent, whether it is marked.
+type Stored = (u64, u64, crate::doc::Role, bool, Option<String>, bool);
 
 /// Marks the messages that close the agent's turn ([`Document::closes_turn`]) in every session
 /// none of whose messages is marked (written before 2026-11-29), from the stored messages in
@@ -191,16 +195,12 @@ type Stored = (u64, u64, crate::doc::Role, bool, Option<String>);
 fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
     // session → its messages; sessions with a marked message are left alone.
     let mut sessions: HashMap<String, Vec<Stored>> = HashMap::new();
-    let mut marked: std::collections::HashSet<String> = std::collections::HashSet::new();
     {
         let docs = tx.open_table(DOCS)?;
         for row in docs.iter()? {
             let (id, bytes) = row?;
             let Ok(doc) = codec::decode_document(bytes.value()) else { continue };
             let DocBody::Message(m) = &doc.body else { continue };
-            if doc.closes_turn {
-                marked.insert(doc.session_id.clone());
-            }
             let own = crate::derive::session::has_own_words(&doc);
             sessions.entry(doc.session_id.clone()).or_default().push((
                 m.message_index,
@@ -208,18 +208,16 @@ fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
                 m.role,
                 own,
                 m.agent.clone(),
+                doc.closes_turn,
             ));
         }
     }
     let mut docs = tx.open_table(DOCS)?;
-    for (session, mut messages) in sessions {
-        if marked.contains(&session) {
-            continue;
-        }
+    for mut messages in sessions.into_values().filter(|m| !m.iter().any(|s| s.5)) {
         // Each transcript's messages in order: the main one's, then each sub-agent type's (a
         // sub-agent's run starts with the prompt it was given, which closes the run before it).
         messages.sort_by(|a, b| a.4.cmp(&b.4).then(a.0.cmp(&b.0)));
-        let turns: Vec<_> = messages.iter().map(|(_, _, role, own, agent)| (*role, *own, agent.clone())).collect();
+        let turns: Vec<_> = messages.iter().map(|(_, _, role, own, agent, _)| (*role, *own, agent.clone())).collect();
         for ((_, id, ..), closes) in messages.iter().zip(crate::derive::session::closing_turns(&turns)) {
             if !closes {
                 continue;
