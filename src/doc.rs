@@ -277,12 +277,14 @@ pub struct Document {
     /// summaries. Stored last (the store's record layout depends on it; see `store::codec`).
     #[serde(default)]
     pub answering: Option<Quote>,
-    /// The agent's message that closes its turn: its last message with words of its own (not
+    /// The message that closes a turn: the agent's last message with words of its own (not
     /// only tool calls) before the person speaks again or its transcript ends, where a coding
-    /// agent reports what it found or did ([`crate::Ranking::closing`]). Set when a session is
-    /// indexed (a collection written before 2026-11-29 gets its sessions' closing messages
-    /// marked on its next open); false for the person's messages, imported conversations,
-    /// decisions and summaries. Stored after `answering` (see `store::codec`).
+    /// agent reports what it found or did, or, where the person's next message overrules it (a
+    /// decision extracted from it turned down an option both messages name), that message
+    /// instead ([`crate::derive::session::settle`], [`crate::Ranking::closing`]). Set when a
+    /// session is indexed (a collection written before gets its sessions marked on its next
+    /// open); false for imported conversations, decisions and summaries. Stored
+    /// after `answering` (see `store::codec`).
     #[serde(default)]
     pub closes_turn: bool,
 }

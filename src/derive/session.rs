@@ -135,6 +135,109 @@ pub fn has_own_words(doc: &Document) -> bool {
     doc.content != activity(&doc.files_discussed, &doc.commits_made)
 }
 
+/// What [`settle`] reads of a message of a session.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnEnd {
+    /// Who wrote it.
+    pub role: Role,
+    /// It has words of its own ([`has_own_words`]), not only tool calls.
+    pub words: bool,
+    /// It is in the main transcript, not a sub-agent's.
+    pub main: bool,
+    /// It closes a turn as [`closing_turns`] marks them.
+    pub closes: bool,
+}
+
+/// The messages that close a turn once the person has had a say: where the person's next
+/// message in the main transcript overrules the agent's closing message before it
+/// (`overrules(person, agent)`, by index: [`overrules`] for the stored documents), the
+/// person's message closes the turn instead, since what was decided is the person's word and
+/// the agent's last word was what they turned down. A sub-agent's prompt is the agent's word,
+/// not the person's: sub-agents' messages keep their marks. `messages` in session order; the
+/// same marks again for marks already settled.
+pub fn settle(messages: &[TurnEnd], mut overrules: impl FnMut(usize, usize) -> bool) -> Vec<bool> {
+    let mut out: Vec<bool> = messages.iter().map(|m| m.closes).collect();
+    let mut closing: Option<usize> = None;
+    for (i, m) in messages.iter().enumerate().filter(|(_, m)| m.main) {
+        match m.role {
+            Role::Assistant if m.closes => closing = Some(i),
+            Role::User if m.words => {
+                if let Some(j) = closing.take().filter(|&j| overrules(i, j)) {
+                    out[j] = false;
+                    out[i] = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether the person's message overrules the agent's message before it: a decision extracted
+/// from the person's message turned down an option (its alternatives: "let's use Redis
+/// instead of Postgres") that both messages name, each as a word of its own (case aside). An
+/// option the person does not name is one the agent offered and the person let go ("yes, do
+/// it" to "Redis over Postgres"): that reply agrees, it does not overrule. Options that name
+/// nothing ("it", "this", "that", …) or are shorter than three characters are not read.
+pub fn overrules(turned_down: &[&str], person: &str, agent: &str) -> bool {
+    const VAGUE: [&str; 12] =
+        ["the", "this", "that", "these", "those", "them", "one", "ones", "there", "here", "what", "which"];
+    let (person, agent) = (person.to_lowercase(), agent.to_lowercase());
+    turned_down
+        .iter()
+        .map(|a| a.trim().to_lowercase())
+        .any(|a| a.chars().count() >= 3 && !VAGUE.contains(&a.as_str()) && names(&person, &a) && names(&agent, &a))
+}
+
+/// Whether `text` holds `word` as a word of its own: not inside a longer ASCII word ("go" is
+/// not in "good"); next to CJK text it counts ("redisにしよう" names "redis").
+fn names(text: &str, word: &str) -> bool {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    text.match_indices(word).any(|(at, _)| {
+        let before = text.get(..at).and_then(|t| t.chars().next_back());
+        let after = text.get(at + word.len()..).and_then(|t| t.chars().next());
+        let joined = |edge: Option<char>, next: Option<char>| alnum(edge) && alnum(next);
+        !joined(word.chars().next(), before) && !joined(word.chars().next_back(), after)
+    })
+}
+
+/// [`settle`] on a session's message documents (in order, as [`documents`] gives them),
+/// with its decision documents ([`decision_documents`]).
+pub fn settle_turns(messages: &mut [Document], decisions: &[Document]) {
+    let mut turned_down: std::collections::HashMap<&str, Vec<&str>> = std::collections::HashMap::new();
+    for d in decisions {
+        if let DocBody::Decision(f) = &d.body {
+            turned_down
+                .entry(f.source_message_uuid.as_str())
+                .or_default()
+                .extend(f.alternatives.iter().map(String::as_str));
+        }
+    }
+    let ends: Vec<TurnEnd> = messages
+        .iter()
+        .map(|d| match &d.body {
+            DocBody::Message(m) => {
+                TurnEnd { role: m.role, words: has_own_words(d), main: m.agent.is_none(), closes: d.closes_turn }
+            }
+            _ => TurnEnd { role: Role::Other, words: false, main: false, closes: d.closes_turn },
+        })
+        .collect();
+    fn uuid(d: &Document) -> &str {
+        match &d.body {
+            DocBody::Message(m) => m.message_uuid.as_str(),
+            _ => "",
+        }
+    }
+    let marks = settle(&ends, |person, agent| {
+        turned_down
+            .get(uuid(&messages[person]))
+            .is_some_and(|alts| overrules(alts, &messages[person].content, &messages[agent].content))
+    });
+    for (d, closes) in messages.iter_mut().zip(marks) {
+        d.closes_turn = closes;
+    }
+}
+
 /// Decision documents for the messages of one session (heuristic extraction, see
 /// [`crate::derive::extract`]). Ids are derived from the source message and the decision's ordinal.
 pub fn decision_documents(messages: &[Document]) -> Vec<Document> {
@@ -487,6 +590,67 @@ mod tests {
         assert_eq!(again, docs.iter().map(|d| d.closes_turn).collect::<Vec<_>>(), "the same from the stored documents");
         assert!(closing_turns::<u8>(&[]).is_empty());
         assert_eq!(closing_turns(&[(Role::Assistant, true, 0), (Role::Assistant, true, 1)]), [true, true]);
+    }
+
+    #[test]
+    fn the_persons_decision_settles_the_turn_it_answers() {
+        let main = ParsedFile {
+            messages: vec![
+                msg("u1", Role::User, "セッションは Postgres のままにする？それとも Redis？", 0),
+                msg("a1", Role::Assistant, "I'd keep Postgres for now and add an index on expires_at.", 1),
+                msg("u2", Role::User, "Let's use Redis instead of Postgres for sessions, because we need TTLs.", 2),
+                msg("a2", Role::Assistant, "Agreed, wiring a RedisSessionStore now.", 3),
+                msg("u3", Role::User, "Let's use docker-compose instead of a shell script, since it is simpler.", 4),
+                msg("a3", Role::Assistant, "Done: the compose file no longer starts Postgres.", 5),
+            ],
+            ..Default::default()
+        };
+        let side = ParsedFile {
+            messages: vec![
+                msg("s1", Role::User, "Let's use the session table instead of the cache, because it is simpler.", 6),
+                msg("s2", Role::Assistant, "Checked the table.", 7),
+            ],
+            ..Default::default()
+        };
+        let files = [SessionFile { parsed: &main, agent: None }, SessionFile { parsed: &side, agent: Some("Plan") }];
+        let (mut docs, _) = documents("세션", "D:\\App", Agent::ClaudeCode, &files);
+        let decisions = decision_documents(&docs);
+        let sources: Vec<&str> = decisions
+            .iter()
+            .map(|d| match &d.body {
+                DocBody::Decision(f) => f.source_message_uuid.as_str(),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert!(["u2", "u3", "s1"].iter().all(|u| sources.contains(u)), "{sources:?}");
+        let marked = |docs: &[Document]| -> Vec<String> {
+            docs.iter()
+                .filter(|d| d.closes_turn)
+                .map(|d| match &d.body {
+                    DocBody::Message(m) => m.message_uuid.clone(),
+                    _ => unreachable!(),
+                })
+                .collect()
+        };
+        assert_eq!(marked(&docs), ["a1", "a2", "a3", "s2"], "before: the agent's last words");
+        settle_turns(&mut docs, &decisions);
+        // u2 turned down what a1 named (Postgres) and takes its mark; u3 decides too, but
+        // turns down nothing a2 named, so a2 keeps its; the sub-agent's prompt (s1) is the
+        // agent's word and settles nothing.
+        assert_eq!(marked(&docs), ["u2", "a2", "a3", "s2"]);
+        let again = docs.clone();
+        settle_turns(&mut docs, &decisions);
+        assert_eq!(marked(&docs), marked(&again), "settling settled marks changes nothing");
+        assert!(settle(&[], |_, _| true).is_empty());
+        // A decision with no turn before it to settle (the session's first words) is not marked.
+        let first = TurnEnd { role: Role::User, words: true, main: true, closes: false };
+        assert_eq!(settle(&[first], |_, _| true), [false]);
+        let agent = "I'd keep Postgres; Go would be good too.";
+        assert!(overrules(&["postgres"], "Redis instead of Postgres.", agent));
+        assert!(!overrules(&["Postgres"], "yes, do it", agent), "agreeing does not overrule");
+        assert!(!overrules(&["MySQL", " ", "this", "go"], "not this, MySQL or go", agent));
+        assert!(!overrules(&["gres"], "gres", agent), "a word of its own, not a part of one");
+        assert!(overrules(&["redis"], "やっぱりRedisにしよう", "Redisが良いと思います"), "next to CJK text");
     }
 
     #[test]

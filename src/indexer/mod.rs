@@ -489,6 +489,7 @@ fn index_session(
         *report.redactions.entry(k).or_default() += n;
     }
     let decisions = session::decision_documents(&docs);
+    session::settle_turns(&mut docs, &decisions);
     docs.extend(decisions);
     if let Some(summary) = session::summary_document(&s.id, &inputs, &docs) {
         docs.push(summary);

@@ -26,15 +26,17 @@ pub(crate) struct RankFields {
     /// A message that ends by asking ([`asks`]): it restates a question more often than it
     /// answers one ([`crate::Ranking::question`]).
     pub(crate) asks: bool,
-    /// The agent's message that closes its turn ([`Document::closes_turn`],
+    /// A message that closes a turn ([`Document::closes_turn`],
     /// [`crate::Ranking::closing`]).
     pub(crate) closes: bool,
 }
 
 /// Version byte of the encoding, then the fields little-endian. Version 1 had no `asks`,
-/// version 2 no `closes`: their rows are rewritten when a collection opens ([`crate::store`]'s
+/// version 2 no `closes`, version 3 rows are laid out alike but were written before the
+/// person's settling messages took the mark ([`crate::derive::session::settle`]): their rows
+/// are rewritten, and their marks settled, when a collection opens ([`crate::store`]'s
 /// backfill).
-pub(crate) const VERSION: u8 = 3;
+pub(crate) const VERSION: u8 = 4;
 /// Encoded length in bytes.
 pub(crate) const ENCODED_LEN: usize = 1 + 16 + 8 + 16 + 8 + 8 + 1 + 1 + 1;
 /// `position` when there is none.

@@ -20,8 +20,9 @@
 //!    better of its two neighbouring messages, measured above the background.
 //! 4. **Recency** (optional, [`Recency`]).
 //! 5. **Fold** identical content of one session into its first hit.
-//! 6. **Close turns** (optional, [`Ranking::closing`]): within each session, the agent's
-//!    messages that close a turn move up among its messages, in the places those held.
+//! 6. **Close turns** ([`Ranking::closing`]): within each session, the messages that close
+//!    a turn (the agent's last words, or the person's where they overruled them) move up
+//!    among its messages, in the places those held.
 //!
 //! Semantic and lexical modes rank by their own calibrated signal. The readable
 //! [`Hit::relevance`](crate::Hit::relevance) is a logistic, fitted for each model, of the
@@ -304,9 +305,10 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
     out
 }
 
-/// The agent's last words of a turn are where it reports what it found or did
-/// ([`Ranking::closing`]): the messages of each session among `hits` (one per folded
-/// content) are put in the order of their scores with `closing` added to its closing messages,
+/// The last words of a turn are where the agent reports what it found or did, or where the
+/// person overruled it ([`Ranking::closing`], [`crate::Document::closes_turn`]): the messages
+/// of each session among `hits` (one per folded content) are put in the order of their scores
+/// with `closing` added to its closing messages,
 /// in the places its messages held, at those places' scores and relevance, so that a
 /// session's own messages are reordered and no session gains or loses a place against
 /// another (its decisions and summary keep theirs). What each message gained or lost is its

@@ -155,11 +155,12 @@ pub struct Ranking {
     /// [`DEFAULT_ANSWER`].
     #[serde(default = "default_answer")]
     pub answer: f32,
-    /// How far a hybrid hit that is the agent's message closing its turn
-    /// ([`crate::Document::closes_turn`]: its last words before the person speaks again) moves
-    /// up among the hits of its own session: in a coding agent's session that is where it
-    /// reports what it found or did, while the person's request and the agent's narration on
-    /// the way ("let me check the middleware") match a question about it as well. Each
+    /// How far a hybrid hit that closes a turn ([`crate::Document::closes_turn`]: the agent's
+    /// last words before the person speaks again, or the person's next message where it
+    /// overruled them) moves up among the hits of its own session: in a coding agent's
+    /// session that is where it reports what it found or did, while the person's request and
+    /// the agent's narration on the way ("let me check the middleware") match a question
+    /// about it as well. Each
     /// session's messages are ordered by their scores with this added to its closing
     /// messages, in the places its messages held, at those places' scores and relevance: a
     /// session's own messages are reordered, no session gains or loses a place against another
@@ -170,12 +171,12 @@ pub struct Ranking {
     pub closing: f32,
 }
 
-/// The default [`Ranking::closing`]: 0, off. 1 was chosen on the development halves and found
-/// more first hits held out (one-session questions over coding-agent sessions: 13 of 24
-/// against 9), but it puts first, for the README's own question, the agent's recommendation
-/// that the person overruled in the next message (docs/ranking.md, «The agent's last words of
-/// a turn»); it stays off until the ranking knows a later decision from an overruled one.
-pub const DEFAULT_CLOSING: f32 = 0.0;
+/// The default [`Ranking::closing`]: 1, chosen on the development halves (docs/ranking.md,
+/// «The agent's last words of a turn»): one-session questions over coding-agent sessions find
+/// an answer first more often held out, while a turn the person's next message overruled
+/// ([`crate::derive::session::settle`]) leads with the person's decision, not with the
+/// recommendation it turned down.
+pub const DEFAULT_CLOSING: f32 = 1.0;
 
 fn default_closing() -> f32 {
     DEFAULT_CLOSING
@@ -297,9 +298,9 @@ pub struct Signals {
     /// positive).
     #[serde(default)]
     pub answers: f32,
-    /// What the hit gained or lost when its session's hits were reordered for the agent's
-    /// messages closing their turns ([`Ranking::closing`]): the score of the place it took
-    /// less its own.
+    /// What the hit gained or lost when its session's hits were reordered for the messages
+    /// closing their turns ([`Ranking::closing`]): the score of the place it took less its
+    /// own.
     #[serde(default)]
     pub closes: f32,
 }

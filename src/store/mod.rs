@@ -181,51 +181,103 @@ fn backfill_ranking(tx: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
-/// What [`mark_closing_turns`] reads of a stored message: its index in the session, its
-/// internal id, its role, whether it has words of its own, its sub-agent, whether it is marked.
-type Stored = (u64, u64, crate::doc::Role, bool, Option<String>, bool);
+/// What [`mark_closing_turns`] reads of a stored message.
+struct Stored {
+    /// Its index in the session.
+    index: u64,
+    /// Its internal id.
+    id: u64,
+    /// Who wrote it.
+    role: crate::doc::Role,
+    /// Whether it has words of its own.
+    words: bool,
+    /// Its sub-agent type; `None` in the main transcript.
+    agent: Option<String>,
+    /// Whether it is marked as closing a turn.
+    marked: bool,
+    /// Its message uuid.
+    uuid: String,
+}
 
-/// Marks the messages that close the agent's turn ([`Document::closes_turn`]) in every session
-/// none of whose messages is marked (written before 2026-11-29), from the stored messages in
-/// order, as indexing marks them ([`crate::derive::session::closing_turns`]), with one
-/// difference: the stored messages do not say which file they came from, so a sub-agent's
-/// messages are told apart by their agent type (two runs of one type, each starting with its
-/// prompt, are told apart by it). Rewrites those documents' records only: their
+/// Marks the messages that close a turn ([`Document::closes_turn`]) as indexing marks them:
+/// in every session none of whose messages is marked (written before 2026-11-29), the
+/// agent's closing messages from the stored messages in order
+/// ([`crate::derive::session::closing_turns`]), with one difference: the stored messages do
+/// not say which file they came from, so a sub-agent's messages are told apart by their agent
+/// type (two runs of one type, each starting with its prompt, are told apart by it); then, in
+/// every session, the turns the person's next message settled
+/// ([`crate::derive::session::settle`]; ranking rows before version 4), from the stored decisions'
+/// source messages. Rewrites the records of the documents whose mark changes only: their
 /// vectors and words are unchanged.
 fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
-    // session → its messages; sessions with a marked message are left alone.
+    use crate::derive::session::{TurnEnd, closing_turns, overrules, settle};
     let mut sessions: HashMap<String, Vec<Stored>> = HashMap::new();
+    // (session, message uuid) → the options the decisions extracted from it turned down.
+    let mut turned_down: HashMap<(String, String), Vec<String>> = HashMap::new();
     {
         let docs = tx.open_table(DOCS)?;
         for row in docs.iter()? {
             let (id, bytes) = row?;
             let Ok(doc) = codec::decode_document(bytes.value()) else { continue };
-            let DocBody::Message(m) = &doc.body else { continue };
-            let own = crate::derive::session::has_own_words(&doc);
-            sessions.entry(doc.session_id.clone()).or_default().push((
-                m.message_index,
-                id.value(),
-                m.role,
-                own,
-                m.agent.clone(),
-                doc.closes_turn,
-            ));
+            match &doc.body {
+                DocBody::Message(m) => sessions.entry(doc.session_id.clone()).or_default().push(Stored {
+                    index: m.message_index,
+                    id: id.value(),
+                    role: m.role,
+                    words: crate::derive::session::has_own_words(&doc),
+                    agent: m.agent.clone(),
+                    marked: doc.closes_turn,
+                    uuid: m.message_uuid.clone(),
+                }),
+                DocBody::Decision(f) if !f.alternatives.is_empty() => turned_down
+                    .entry((doc.session_id.clone(), f.source_message_uuid.clone()))
+                    .or_default()
+                    .extend(f.alternatives.iter().cloned()),
+                _ => {}
+            }
         }
     }
     let mut docs = tx.open_table(DOCS)?;
-    for mut messages in sessions.into_values().filter(|m| !m.iter().any(|s| s.5)) {
+    for (session, mut messages) in sessions {
         // Each transcript's messages in order: the main one's, then each sub-agent type's (a
         // sub-agent's run starts with the prompt it was given, which closes the run before it).
-        messages.sort_by(|a, b| a.4.cmp(&b.4).then(a.0.cmp(&b.0)));
-        let turns: Vec<_> = messages.iter().map(|(_, _, role, own, agent, _)| (*role, *own, agent.clone())).collect();
-        for ((_, id, ..), closes) in messages.iter().zip(crate::derive::session::closing_turns(&turns)) {
-            if !closes {
+        messages.sort_by(|a, b| a.agent.cmp(&b.agent).then(a.index.cmp(&b.index)));
+        let closes: Vec<bool> = if messages.iter().any(|m| m.marked) {
+            messages.iter().map(|m| m.marked).collect()
+        } else {
+            closing_turns(&messages.iter().map(|m| (m.role, m.words, m.agent.clone())).collect::<Vec<_>>())
+        };
+        let ends: Vec<TurnEnd> = messages
+            .iter()
+            .zip(&closes)
+            .map(|(m, &closes)| TurnEnd { role: m.role, words: m.words, main: m.agent.is_none(), closes })
+            .collect();
+        // The two messages are read only for a person's message that turned something down; a
+        // document that cannot be decoded overrules nothing, a failing read stops the upgrade.
+        let mut failed = None;
+        let marks = settle(&ends, |person, agent| {
+            let Some(alts) = turned_down.get(&(session.clone(), messages[person].uuid.clone())) else { return false };
+            let mut content = |id: u64| match docs.get(id) {
+                Ok(b) => b.and_then(|b| codec::decode_document(b.value()).ok()).map(|d| d.content),
+                Err(e) => {
+                    failed = Some(e);
+                    None
+                }
+            };
+            let (Some(p), Some(a)) = (content(messages[person].id), content(messages[agent].id)) else { return false };
+            overrules(&alts.iter().map(String::as_str).collect::<Vec<_>>(), &p, &a)
+        });
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        for (m, closes) in messages.iter().zip(marks) {
+            if closes == m.marked {
                 continue;
             }
-            let doc = docs.get(*id)?.map(|b| codec::decode_document(b.value()));
+            let doc = docs.get(m.id)?.map(|b| codec::decode_document(b.value()));
             if let Some(Ok(mut doc)) = doc {
-                doc.closes_turn = true;
-                docs.insert(*id, codec::encode_document(&doc).as_slice())?;
+                doc.closes_turn = closes;
+                docs.insert(m.id, codec::encode_document(&doc).as_slice())?;
             }
         }
     }
@@ -354,5 +406,71 @@ mod tests {
         }
         assert!(rows.get(n).unwrap().is_none(), "the unreadable document's old row is gone");
         assert!(ranking_current(&rows).unwrap() && all_tables_exist(&db).unwrap(), "nothing left to upgrade");
+    }
+
+    /// A collection written before the person's decisions settled turns (ranking rows of
+    /// version 3, the agent's closing messages marked) gets them settled on its next open: the
+    /// person's message a decision came from takes the mark of the agent's message it answered.
+    #[test]
+    fn an_older_collection_gets_its_settled_turns_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.redb");
+        let mut docs = vec![
+            message("세션", 0, Role::User, "Postgres か Redis か？"),
+            message("세션", 1, Role::Assistant, "I'd keep Postgres."),
+            message("세션", 2, Role::User, "Let's use Redis instead of Postgres, because of TTLs."),
+            message("세션", 3, Role::Assistant, "Agreed."),
+        ];
+        docs[1].closes_turn = true;
+        docs[3].closes_turn = true;
+        let decision = |session: &str, source: &str| {
+            let mut d = message(session, 99, Role::User, "Redis over Postgres");
+            d.id = Document::stable_id(session, crate::doc::DocKind::Decision, &format!("{source}#0"));
+            d.body = DocBody::Decision(crate::doc::DecisionFields {
+                summary: "Redis over Postgres".into(),
+                alternatives: vec!["Postgres".into()],
+                reasoning: Some("TTLs".into()),
+                confidence: 0.9,
+                source_message_uuid: source.into(),
+                status: crate::doc::DecisionStatus::Active,
+                superseded_by: None,
+                supersedes: vec![],
+            });
+            d
+        };
+        docs.push(decision("세션", "세션-2"));
+        // A person who agrees with the agent's recommendation ("Redis over Postgres": the
+        // decision's turned-down option comes from the agent's words) overrules nothing.
+        docs.push(message("会话", 0, Role::Assistant, "I'd use Redis over Postgres here."));
+        docs[5].closes_turn = true;
+        docs.push(message("会话", 1, Role::User, "好的，就这么办。"));
+        docs.push(decision("会话", "会话-1"));
+        {
+            let db = redb::Database::create(&path).unwrap();
+            create_tables(&db).unwrap();
+            let tx = db.begin_write().unwrap();
+            for (id, d) in docs.iter().enumerate() {
+                put_document(&tx, id as u64, d).unwrap();
+            }
+            let mut rows = tx.open_table(RANKING).unwrap();
+            for id in 0..docs.len() as u64 {
+                let mut row = rows.get(id).unwrap().unwrap().value().to_vec();
+                row[0] = 3;
+                rows.insert(id, row.as_slice()).unwrap();
+            }
+            drop(rows);
+            tx.commit().unwrap();
+        }
+        let db = redb::Database::create(&path).unwrap();
+        create_tables(&db).unwrap();
+        let tx = db.begin_read().unwrap();
+        let (stored, rows) = (tx.open_table(DOCS).unwrap(), tx.open_table(RANKING).unwrap());
+        let closes: Vec<bool> = (0..8).map(|id| get_doc(&stored, id).unwrap().unwrap().closes_turn).collect();
+        assert_eq!(closes, [false, false, true, true, false, true, false, false]);
+        for id in 0..8u64 {
+            let row = RankFields::decode(rows.get(id).unwrap().unwrap().value()).expect("a current row");
+            assert_eq!(row.closes, closes[id as usize], "row {id}");
+        }
+        assert!(ranking_current(&rows).unwrap(), "nothing left to upgrade");
     }
 }

@@ -311,7 +311,8 @@ fn collections_without_ranking_rows_rank_the_same() {
 
 /// Which messages close the agent's turn (`Document::closes_turn`, what `Ranking::closing`
 /// reads) is the same whether a session was indexed whole or in two runs cut in the middle of a
-/// turn: the message that closed the turn at the cut loses the mark when the agent goes on.
+/// turn: the message that closed the turn at the cut loses the mark when the agent goes on,
+/// or when the person's next message overrules it.
 #[test]
 fn closing_messages_are_marked_alike_when_a_session_grows_mid_turn() {
     let (history, transcript) = crate::common::sample_history();
@@ -339,7 +340,9 @@ fn closing_messages_are_marked_alike_when_a_session_grows_mid_turn() {
     convdex::index_paths(&whole, &[history.path().join("projects")], &convdex::IndexOptions::default()).unwrap();
     let expected = marks(&whole);
     let closing: Vec<&str> = expected.iter().filter(|(_, c)| *c).map(|(u, _)| u.as_str()).collect();
-    assert_eq!(closing, ["s-a2-0", "s-a6-0", "s-a7-0", "s-a8-0"], "the agent's last words of each turn");
+    // The agent's last words of each turn, but for its recommendation of Postgres (s-a7-0),
+    // which the person's decision for Redis next (s-u4) overruled and settled.
+    assert_eq!(closing, ["s-a2-0", "s-a6-0", "s-u4", "s-a8-0"]);
     // The same session indexed after its first two lines (the agent's first words then close
     // the transcript), then again after the rest was appended.
     let grown_dir = tempfile::tempdir().unwrap();
@@ -347,9 +350,14 @@ fn closing_messages_are_marked_alike_when_a_session_grows_mid_turn() {
     std::fs::write(&transcript, format!("{}\n{}\n", lines[0], lines[1])).unwrap();
     convdex::index_paths(&grown, &[history.path().join("projects")], &convdex::IndexOptions::default()).unwrap();
     assert_eq!(marks(&grown), [("s-u1".to_string(), false), ("s-a1-0".to_string(), true)]);
+    // Then up to the agent's recommendation: it closes the transcript.
+    let cut = lines.iter().position(|l| l.contains("\"s-a7-0\"")).unwrap() + 1;
+    std::fs::write(&transcript, lines[..cut].join("\n") + "\n").unwrap();
+    convdex::index_paths(&grown, &[history.path().join("projects")], &convdex::IndexOptions::default()).unwrap();
+    assert!(marks(&grown).contains(&("s-a7-0".to_string(), true)));
     std::fs::write(&transcript, &full).unwrap();
     let report =
         convdex::index_paths(&grown, &[history.path().join("projects")], &convdex::IndexOptions::default()).unwrap();
     assert_eq!(report.sessions_appended, 1, "{report:?}");
-    assert_eq!(marks(&grown), expected);
+    assert_eq!(marks(&grown), expected, "the person's decision took the recommendation's mark");
 }

@@ -222,8 +222,8 @@ fn a_reply_is_found_by_the_question_it_answers() {
 
 /// The demo (`make demo`) on the shipped sample, with the real model: an answer of each
 /// question (examples/sample/questions.json) is among its three hits shown, and the first hit
-/// is one where the file says `first` (question 3). Questions 1 and 2 still show the message
-/// that asked first (docs/ranking.md, «The agent's last words of a turn»).
+/// is one where the file says `first` (questions 1 and 3). Question 2 still shows the message
+/// that asked first (docs/ranking.md, «The person's word settles a turn»).
 #[test]
 fn the_demo_finds_each_answer_among_its_first_three() {
     let (history, _) = crate::common::sample_history();
@@ -265,4 +265,12 @@ fn the_demo_finds_each_answer_among_its_first_three() {
             assert!(std::ptr::eq(answer.unwrap(), &hits.hits[0]), "{query}: the first hit is not an answer: {shown:?}");
         }
     }
+    // The README's question without a filter: the person's decision for Redis (s-u4) comes
+    // before the recommendation to keep Postgres that it overruled (s-a7-0).
+    let hits = coll.search("where do we keep user sessions and why?").limit(5).run().unwrap();
+    let place = |uuid: &str| {
+        hits.hits.iter().position(|h| matches!(&h.doc.body, convdex::DocBody::Message(m) if m.message_uuid == uuid))
+    };
+    let shown: Vec<&str> = hits.iter().map(|h| h.doc.content.as_str()).collect();
+    assert!(place("s-u4").is_some_and(|d| place("s-a7-0").is_none_or(|r| d < r)), "{shown:?}");
 }
