@@ -149,9 +149,9 @@ pub struct TurnEnd {
 }
 
 /// The messages that close a turn once the person has had a say: where the person's next
-/// message in the main transcript overrules the agent's closing message before it
-/// (`overrules(person, agent)`, by index: [`overrules`] for the stored documents), the
-/// person's message closes the turn instead, since what was decided is the person's word and
+/// message in the main transcript overrules the agent's closing message before it (as
+/// `overrules(person, agent)` tells for the two messages' indexes, by [`overrules`] on their
+/// texts), the person's message closes the turn instead, since what was decided is the person's word and
 /// the agent's last word was what they turned down. A sub-agent's prompt is the agent's word,
 /// not the person's: sub-agents' messages keep their marks. `messages` in session order; the
 /// same marks again for marks already settled.
@@ -471,6 +471,30 @@ mod tests {
         }
     }
 
+    /// The message documents of a session of a main transcript and one sub-agent's.
+    fn two_transcripts(
+        session: &str,
+        main: Vec<ParsedMessage>,
+        agent: &str,
+        side: Vec<ParsedMessage>,
+    ) -> Vec<Document> {
+        let (main, side) =
+            (ParsedFile { messages: main, ..Default::default() }, ParsedFile { messages: side, ..Default::default() });
+        let files = [SessionFile { parsed: &main, agent: None }, SessionFile { parsed: &side, agent: Some(agent) }];
+        documents(session, "D:\\App", Agent::ClaudeCode, &files).0
+    }
+
+    /// The uuids of the messages marked as closing a turn, in order.
+    fn marked(docs: &[Document]) -> Vec<&str> {
+        docs.iter()
+            .filter(|d| d.closes_turn)
+            .map(|d| match &d.body {
+                DocBody::Message(m) => m.message_uuid.as_str(),
+                _ => unreachable!(),
+            })
+            .collect()
+    }
+
     #[test]
     fn messages_become_scrubbed_documents_with_relative_paths_and_tags() {
         let main = main_file();
@@ -544,38 +568,23 @@ mod tests {
     fn the_agents_last_words_before_the_person_speaks_again_close_its_turn() {
         let mut edit = msg("a2", Role::Assistant, "", 3);
         edit.files = vec![FileRef { path: "D:/App/src/db.rs".into(), line_ranges: vec![], action: FileAction::Edited }];
-        let main = ParsedFile {
-            messages: vec![
-                msg("u1", Role::User, "為什麼登入會失敗？", 0),
-                msg("a0", Role::Assistant, "Let me look at the middleware.", 1),
-                msg("a1", Role::Assistant, "Found it: the expiry check unwraps.", 2),
-                edit,
-                msg("u2", Role::User, "고쳐 주세요", 4),
-                msg("a3", Role::Assistant, "Fixing it now.", 5),
-                msg("a4", Role::Assistant, "修正しました。テストも通ります。", 6),
-            ],
-            ..Default::default()
-        };
-        let side = ParsedFile {
-            messages: vec![
-                msg("s1", Role::Assistant, "Reading src/auth.rs.", 7),
-                msg("s2", Role::Assistant, "The token is checked in one place.", 8),
-            ],
-            ..Default::default()
-        };
-        let files = [SessionFile { parsed: &main, agent: None }, SessionFile { parsed: &side, agent: Some("Explore") }];
-        let (docs, _) = documents("S", "D:\\App", Agent::ClaudeCode, &files);
-        let closing: Vec<&str> = docs
-            .iter()
-            .filter(|d| d.closes_turn)
-            .map(|d| match &d.body {
-                DocBody::Message(m) => m.message_uuid.as_str(),
-                _ => unreachable!(),
-            })
-            .collect();
+        let main = vec![
+            msg("u1", Role::User, "為什麼登入會失敗？", 0),
+            msg("a0", Role::Assistant, "Let me look at the middleware.", 1),
+            msg("a1", Role::Assistant, "Found it: the expiry check unwraps.", 2),
+            edit,
+            msg("u2", Role::User, "고쳐 주세요", 4),
+            msg("a3", Role::Assistant, "Fixing it now.", 5),
+            msg("a4", Role::Assistant, "修正しました。テストも通ります。", 6),
+        ];
+        let side = vec![
+            msg("s1", Role::Assistant, "Reading src/auth.rs.", 7),
+            msg("s2", Role::Assistant, "The token is checked in one place.", 8),
+        ];
+        let docs = two_transcripts("S", main, "Explore", side);
         // a1, not the edit after it (no words of its own); a4 at the end of the main file; s2
         // at the end of the sub-agent's transcript. The person's messages never close a turn.
-        assert_eq!(closing, ["a1", "a4", "s2"]);
+        assert_eq!(marked(&docs), ["a1", "a4", "s2"]);
         // What a stored collection reads back to mark them (the edit stands for tool calls only).
         let own: Vec<bool> = docs.iter().map(has_own_words).collect();
         assert_eq!(own, [true, true, true, false, true, true, true, true, true]);
@@ -594,26 +603,19 @@ mod tests {
 
     #[test]
     fn the_persons_decision_settles_the_turn_it_answers() {
-        let main = ParsedFile {
-            messages: vec![
-                msg("u1", Role::User, "セッションは Postgres のままにする？それとも Redis？", 0),
-                msg("a1", Role::Assistant, "I'd keep Postgres for now and add an index on expires_at.", 1),
-                msg("u2", Role::User, "Let's use Redis instead of Postgres for sessions, because we need TTLs.", 2),
-                msg("a2", Role::Assistant, "Agreed, wiring a RedisSessionStore now.", 3),
-                msg("u3", Role::User, "Let's use docker-compose instead of a shell script, since it is simpler.", 4),
-                msg("a3", Role::Assistant, "Done: the compose file no longer starts Postgres.", 5),
-            ],
-            ..Default::default()
-        };
-        let side = ParsedFile {
-            messages: vec![
-                msg("s1", Role::User, "Let's use the session table instead of the cache, because it is simpler.", 6),
-                msg("s2", Role::Assistant, "Checked the table.", 7),
-            ],
-            ..Default::default()
-        };
-        let files = [SessionFile { parsed: &main, agent: None }, SessionFile { parsed: &side, agent: Some("Plan") }];
-        let (mut docs, _) = documents("세션", "D:\\App", Agent::ClaudeCode, &files);
+        let main = vec![
+            msg("u1", Role::User, "セッションは Postgres のままにする？それとも Redis？", 0),
+            msg("a1", Role::Assistant, "I'd keep Postgres for now and add an index on expires_at.", 1),
+            msg("u2", Role::User, "Let's use Redis instead of Postgres for sessions, because we need TTLs.", 2),
+            msg("a2", Role::Assistant, "Agreed, wiring a RedisSessionStore now.", 3),
+            msg("u3", Role::User, "Let's use docker-compose instead of a shell script, since it is simpler.", 4),
+            msg("a3", Role::Assistant, "Done: the compose file no longer starts Postgres.", 5),
+        ];
+        let side = vec![
+            msg("s1", Role::User, "Let's use the session table instead of the cache, because it is simpler.", 6),
+            msg("s2", Role::Assistant, "Checked the table.", 7),
+        ];
+        let mut docs = two_transcripts("세션", main, "Plan", side);
         let decisions = decision_documents(&docs);
         let sources: Vec<&str> = decisions
             .iter()
@@ -623,15 +625,6 @@ mod tests {
             })
             .collect();
         assert!(["u2", "u3", "s1"].iter().all(|u| sources.contains(u)), "{sources:?}");
-        let marked = |docs: &[Document]| -> Vec<String> {
-            docs.iter()
-                .filter(|d| d.closes_turn)
-                .map(|d| match &d.body {
-                    DocBody::Message(m) => m.message_uuid.clone(),
-                    _ => unreachable!(),
-                })
-                .collect()
-        };
         assert_eq!(marked(&docs), ["a1", "a2", "a3", "s2"], "before: the agent's last words");
         settle_turns(&mut docs, &decisions);
         // u2 turned down what a1 named (Postgres) and takes its mark; u3 decides too, but

@@ -212,8 +212,8 @@ struct Stored {
 fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
     use crate::derive::session::{TurnEnd, closing_turns, overrules, settle};
     let mut sessions: HashMap<String, Vec<Stored>> = HashMap::new();
-    // (session, message uuid) → the options the decisions extracted from it turned down.
-    let mut turned_down: HashMap<(String, String), Vec<String>> = HashMap::new();
+    // session → message uuid → the options the decisions extracted from it turned down.
+    let mut turned_down: HashMap<String, HashMap<String, Vec<String>>> = HashMap::new();
     {
         let docs = tx.open_table(DOCS)?;
         for row in docs.iter()? {
@@ -230,7 +230,9 @@ fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
                     uuid: m.message_uuid.clone(),
                 }),
                 DocBody::Decision(f) if !f.alternatives.is_empty() => turned_down
-                    .entry((doc.session_id.clone(), f.source_message_uuid.clone()))
+                    .entry(doc.session_id.clone())
+                    .or_default()
+                    .entry(f.source_message_uuid.clone())
                     .or_default()
                     .extend(f.alternatives.iter().cloned()),
                 _ => {}
@@ -255,8 +257,9 @@ fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
         // The two messages are read only for a person's message that turned something down; a
         // document that cannot be decoded overrules nothing, a failing read stops the upgrade.
         let mut failed = None;
+        let turned_down = turned_down.remove(&session).unwrap_or_default();
         let marks = settle(&ends, |person, agent| {
-            let Some(alts) = turned_down.get(&(session.clone(), messages[person].uuid.clone())) else { return false };
+            let Some(alts) = turned_down.get(&messages[person].uuid) else { return false };
             let mut content = |id: u64| match docs.get(id) {
                 Ok(b) => b.and_then(|b| codec::decode_document(b.value()).ok()).map(|d| d.content),
                 Err(e) => {
