@@ -287,6 +287,15 @@ pub struct Document {
     /// after `answering` (see `store::codec`).
     #[serde(default)]
     pub closes_turn: bool,
+    /// A message a decision was extracted from ([`crate::derive::session::decision_documents`]):
+    /// a question about a past decision lifts it as it lifts the decision
+    /// ([`crate::Ranking::decision_lift`]), so a search restricted to messages finds the message
+    /// where it was decided before the one that asked. Set when a session is indexed (a
+    /// collection written before gets it from its stored decisions on its next open); false for
+    /// imported conversations, decisions and summaries. Stored after `closes_turn` (see
+    /// `store::codec`).
+    #[serde(default)]
+    pub decides: bool,
 }
 
 impl Document {
@@ -321,6 +330,7 @@ impl Document {
             }),
             answering: None,
             closes_turn: false,
+            decides: false,
         }
     }
 

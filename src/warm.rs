@@ -17,7 +17,7 @@ pub(crate) const SOCKET: &str = "warm.sock";
 /// The file whose lock the serving helper holds: one helper per data directory.
 pub(crate) const CLAIM: &str = "warm.lock";
 /// Changes whenever a request or an answer changes shape.
-pub(crate) const PROTOCOL: u32 = 2;
+pub(crate) const PROTOCOL: u32 = 3;
 /// The socket of a process that answers searches while it writes ([`crate::Index::while_serving`]).
 pub(crate) const WRITER_SOCKET: &str = "writer.sock";
 /// The file whose lock that process holds, holding [`WRITER_MARK`] and its pid while it serves.

@@ -93,6 +93,7 @@ pub fn documents(
                 }),
                 answering: None,
                 closes_turn: false,
+                decides: false,
             });
             turns.push((m.role, !m.text.trim().is_empty(), file));
             index += 1;
@@ -202,7 +203,8 @@ fn names(text: &str, word: &str) -> bool {
 }
 
 /// [`settle`] on a session's message documents (in order, as [`documents`] gives them),
-/// with its decision documents ([`decision_documents`]).
+/// with its decision documents ([`decision_documents`]); marks the messages the decisions were
+/// extracted from ([`Document::decides`]) on the way.
 pub fn settle_turns(messages: &mut [Document], decisions: &[Document]) {
     let mut turned_down: std::collections::HashMap<&str, Vec<&str>> = std::collections::HashMap::new();
     for d in decisions {
@@ -235,6 +237,7 @@ pub fn settle_turns(messages: &mut [Document], decisions: &[Document]) {
     });
     for (d, closes) in messages.iter_mut().zip(marks) {
         d.closes_turn = closes;
+        d.decides = turned_down.contains_key(uuid(d));
     }
 }
 
@@ -280,6 +283,7 @@ pub fn decision_documents(messages: &[Document]) -> Vec<Document> {
             }),
             answering: None,
             closes_turn: false,
+            decides: false,
         });
     }
     out
@@ -413,6 +417,7 @@ pub fn summary_document(session: &str, inputs: &[SessionFile<'_>], docs: &[Docum
         }),
         answering: None,
         closes_turn: false,
+        decides: false,
     })
 }
 
@@ -631,6 +636,11 @@ mod tests {
         // turns down nothing a2 named, so a2 keeps its; the sub-agent's prompt (s1) is the
         // agent's word and settles nothing.
         assert_eq!(marked(&docs), ["u2", "a2", "a3", "s2"]);
+        // The messages the decisions came from, and only they, are marked as deciding.
+        for d in &docs {
+            let DocBody::Message(m) = &d.body else { continue };
+            assert_eq!(d.decides, sources.contains(&m.message_uuid.as_str()), "{}", m.message_uuid);
+        }
         let again = docs.clone();
         settle_turns(&mut docs, &decisions);
         assert_eq!(marked(&docs), marked(&again), "settling settled marks changes nothing");

@@ -78,6 +78,7 @@ pub fn import_conversations(
                 // The previous turn, scrubbed like its own document.
                 answering: i.checked_sub(1).map(|p| Quote::new(&c.turns[p].speaker, &texts[p])),
                 closes_turn: false,
+                decides: false,
             })
             .collect();
         let header = ImportHeader {

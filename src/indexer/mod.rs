@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::collection::{Collection, SessionWrite};
 use crate::derive::session::{self, SessionFile};
-use crate::doc::DocKind;
+use crate::doc::{DocBody, DocKind, Document};
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::ingest::claude::{self, ParsedFile};
@@ -495,12 +495,24 @@ fn index_session(
         docs.push(summary);
     }
     // On append, only messages not stored yet (or changed) are written: the turn that closed
-    // at the end of the file last time and goes on now loses its closing mark.
+    // at the end of the file last time and goes on now loses its closing mark, a message a
+    // reply turned into a decision gets its mark, and the sub-agents' messages, numbered after
+    // the main transcript's, move as it grows.
+    fn place(d: &Document) -> Option<u64> {
+        match &d.body {
+            DocBody::Message(m) => Some(m.message_index),
+            _ => None,
+        }
+    }
     let mut fresh = Vec::with_capacity(docs.len());
     for d in docs {
         if appended
             && coll.get(d.id)?.is_some_and(|old| {
-                old.content == d.content && old.files_discussed == d.files_discussed && old.closes_turn == d.closes_turn
+                old.content == d.content
+                    && old.files_discussed == d.files_discussed
+                    && old.closes_turn == d.closes_turn
+                    && old.decides == d.decides
+                    && place(&old) == place(&d)
             })
         {
             continue;

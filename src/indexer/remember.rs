@@ -141,6 +141,7 @@ pub fn remember(index: &Index, what: &Remember<'_>) -> Result<Remembered> {
         }),
         answering: None,
         closes_turn: false,
+        decides: false,
     };
     let new = existing.is_none();
     if new {

@@ -29,16 +29,19 @@ pub(crate) struct RankFields {
     /// A message that closes a turn ([`Document::closes_turn`],
     /// [`crate::Ranking::closing`]).
     pub(crate) closes: bool,
+    /// A message a decision was extracted from ([`Document::decides`],
+    /// [`crate::Ranking::decision_lift`]).
+    pub(crate) decides: bool,
 }
 
 /// Version byte of the encoding, then the fields little-endian. Version 1 had no `asks`,
 /// version 2 no `closes`, version 3 rows are laid out alike but were written before the
-/// person's settling messages took the mark ([`crate::derive::session::settle`]): their rows
-/// are rewritten, and their marks settled, when a collection opens ([`crate::store`]'s
-/// backfill).
-pub(crate) const VERSION: u8 = 4;
+/// person's settling messages took the mark ([`crate::derive::session::settle`]), version 4
+/// had no `decides`: their rows are rewritten, and their marks settled, when a collection opens
+/// ([`crate::store`]'s backfill).
+pub(crate) const VERSION: u8 = 5;
 /// Encoded length in bytes.
-pub(crate) const ENCODED_LEN: usize = 1 + 16 + 8 + 16 + 8 + 8 + 1 + 1 + 1;
+pub(crate) const ENCODED_LEN: usize = 1 + 16 + 8 + 16 + 8 + 8 + 1 + 1 + 1 + 1;
 /// `position` when there is none.
 const NO_POSITION: u64 = u64::MAX;
 
@@ -60,6 +63,7 @@ impl RankFields {
             status,
             asks: position.is_some() && asks(&doc.content),
             closes: position.is_some() && doc.closes_turn,
+            decides: position.is_some() && doc.decides,
         }
     }
 
@@ -80,6 +84,7 @@ impl RankFields {
         };
         out[58] = u8::from(self.asks);
         out[59] = u8::from(self.closes);
+        out[60] = u8::from(self.decides);
         out
     }
 
@@ -109,6 +114,7 @@ impl RankFields {
             status,
             asks: flag(b[58])?,
             closes: flag(b[59])?,
+            decides: flag(b[60])?,
         })
     }
 }
@@ -155,6 +161,7 @@ mod tests {
         msg.timestamp = chrono::DateTime::from_timestamp_millis(-5).unwrap();
         let mut closing = Document::message("会话-s", "u-3", 9, Role::Assistant, "修正しました。");
         closing.closes_turn = true;
+        closing.decides = true;
         let mut dec = Document::message("s", "u-2", 0, Role::Assistant, "x");
         dec.body = DocBody::Decision(DecisionFields {
             summary: "x".into(),
@@ -167,6 +174,7 @@ mod tests {
             supersedes: vec![],
         });
         assert!(RankFields::of(&closing).closes && !RankFields::of(&msg).closes);
+        assert!(RankFields::of(&closing).decides && !RankFields::of(&msg).decides);
         for doc in [msg, dec, closing] {
             let f = RankFields::of(&doc);
             assert_eq!(RankFields::decode(&f.encode()), Some(f));
@@ -182,6 +190,9 @@ mod tests {
         assert_eq!(RankFields::decode(&bad), None, "an unknown status");
         bad = f.encode();
         bad[59] = 2;
+        assert_eq!(RankFields::decode(&bad), None, "a flag neither 0 nor 1");
+        bad = f.encode();
+        bad[60] = 3;
         assert_eq!(RankFields::decode(&bad), None, "a flag neither 0 nor 1");
         assert_eq!(RankFields::decode(&f.encode()[1..]), None, "a short row");
     }

@@ -246,10 +246,11 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
             c.signals.recency = gain;
         }
     }
-    // A question about a past decision: the decisions in force are its answers.
+    // A question about a past decision: the decisions in force, and the messages decisions were
+    // extracted from, are its answers.
     if mode != SearchMode::Semantic && asks_decision && ranking.decision_lift != 0.0 {
         for (s, (_, c)) in scores.iter_mut().zip(all.iter_mut()) {
-            if c.fields.status == Some(crate::doc::DecisionStatus::Active) {
+            if c.fields.status == Some(crate::doc::DecisionStatus::Active) || c.fields.decides {
                 *s += ranking.decision_lift;
                 c.signals.decision = ranking.decision_lift;
             }

@@ -235,13 +235,23 @@ pub(crate) fn validate_limit(limit: usize) -> Result<()> {
 }
 
 /// Whether a question asks about a past decision ("why did we pick …", "which … did we settle
-/// on", "what did we decide", and the like in Chinese, Japanese and Korean): its answer is a
-/// decision ([`crate::Ranking::decision_lift`]).
+/// on", "what did we decide", "why do we keep …", "where do we keep … and why", and the like in
+/// Chinese, Japanese and Korean): its answer is a decision, or the message it was made in
+/// ([`crate::Ranking::decision_lift`]). Not a question about something that keeps happening
+/// ("why do we keep getting 401s?") or a failure ("why are we running out of memory?").
 pub fn asks_about_a_decision(text: &str) -> bool {
     static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    R.get_or_init(|| {
+    static NOT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let not = NOT.get_or_init(|| {
         regex::Regex::new(
-            r"(?i)\b(?:why did (?:we|i|you)|why (?:do|are) we (?:use|using)|which .{1,40}? did (?:we|i|you) (?:settle on|pick|choose|go with|decide on|end up with|use)|what did (?:we|i|you) (?:decide|choose|pick|settle on|go with)|did we (?:decide|choose|settle)|what was (?:the decision|decided)|how did we decide)\b|为什么(?:选|用|采用|决定)|(?:选|定|决定)了(?:哪|什么)|最后(?:用|选)了|决定.{0,20}(?:什么|哪)|なぜ.{0,10}(?:選|使|採用)|どれに(?:した|決め)|何に決め|왜.{0,10}(?:선택|사용|썼)|뭘로 (?:정했|결정)|어떤.{0,10}(?:선택|결정)했",
+            r"(?i)\bwhy (?:do|are) we (?:still |even )?(?:keep|keeping) \w+ing\b|\b(?:run|running) (?:into|out)\b",
+        )
+        .expect("valid")
+    });
+    !not.is_match(text)
+        && R.get_or_init(|| {
+        regex::Regex::new(
+            r"(?i)\b(?:why did (?:we|i|you)|why (?:do|are) we (?:still |even )?(?:use|using|keep|keeping|store|storing|run|running)|(?:where|what|which|how) do we (?:keep|store|use|run|host|put|cache|persist|deploy)\b.{0,60}? and why|which .{1,40}? did (?:we|i|you) (?:settle on|pick|choose|go with|decide on|end up with|use)|what did (?:we|i|you) (?:decide|choose|pick|settle on|go with)|did we (?:decide|choose|settle)|what was (?:the decision|decided)|how did we decide)\b|为什么(?:选|用|采用|决定)|(?:选|定|决定)了(?:哪|什么)|最后(?:用|选)了|决定.{0,20}(?:什么|哪)|なぜ.{0,10}(?:選|使|採用)|どれに(?:した|決め)|何に決め|왜.{0,10}(?:선택|사용|썼)|뭘로 (?:정했|결정)|어떤.{0,10}(?:선택|결정)했",
         )
         .expect("valid")
     })
@@ -272,6 +282,32 @@ mod tests {
         );
         assert_eq!(c[4], Clause::Prefix(IndexName::File, vec!["src/".into()]));
         assert_eq!(c[5], Clause::TimeRange(5, i64::MAX));
+    }
+
+    #[test]
+    fn questions_about_a_standing_choice_ask_about_a_decision() {
+        for q in [
+            "where do we keep user sessions and why?",
+            "What do we use for the job queue, and why?",
+            "why do we keep the tokens in Redis?",
+            "Why do we still use Postgres for the queue?",
+            "Why did we drop Sonnet?",
+            "为什么选 Redis？",
+            "세션 저장소로 어떤 걸 선택했지?",
+        ] {
+            assert!(asks_about_a_decision(q), "{q}");
+        }
+        for q in [
+            "where do we keep user sessions?",
+            "why is the login endpoint failing?",
+            "what broke and why?",
+            "why do we get a 500 on expired tokens?",
+            "why do we keep getting 401s on login?",
+            "why are we running out of memory?",
+            "how do we fix this and why did it break?",
+        ] {
+            assert!(!asks_about_a_decision(q), "{q}");
+        }
     }
 
     #[test]

@@ -127,10 +127,12 @@ pub struct Ranking {
     /// its scores and relevance except for those two. Default: [`DEFAULT_LEADERS`].
     #[serde(default = "default_leaders")]
     pub leaders: bool,
-    /// What a decision adds to its hybrid score when the question asks about a past decision
-    /// ("why did we pick …", "which … did we settle on", "为什么选 …", "どれにした", "왜 … 선택",
-    /// [`crate::asks_about_a_decision`]): the answer is the decision, not the message that asked.
-    /// Default: [`DEFAULT_DECISION_LIFT`]; no other question is changed by it.
+    /// What a decision in force, and a message a decision was extracted from
+    /// ([`crate::Document::decides`]), adds to its hybrid score when the question asks about a
+    /// past decision ("why did we pick …", "which … did we settle on", "为什么选 …", "どれにした",
+    /// "왜 … 선택", [`crate::asks_about_a_decision`]): the answer is the decision, or the message
+    /// where it was made, not the message that asked. Default: [`DEFAULT_DECISION_LIFT`]; no
+    /// other question is changed by it.
     #[serde(default = "default_decision_lift")]
     pub decision_lift: f32,
     /// How many vectors' worth the model's typical background weighs beside the collections'
@@ -208,8 +210,9 @@ fn default_background_prior() -> f32 {
 
 /// The default [`Ranking::decision_lift`]: 1 (a hybrid score's unit: one standard deviation of
 /// cosine above the background, or the whole question matched by words). Set by that reading,
-/// not tuned: none of the 358 questions of the multilingual sets, nor of the other query sets,
-/// asks about a past decision, so it changes none of their results.
+/// not tuned: none of the questions of the multilingual sets, the Claude Code cases or LoCoMo
+/// asks about a past decision, so it changes none of their results; four of the 48 one-session
+/// questions over fresh sessions do (docs/ranking.md, «The message where it was decided»).
 pub const DEFAULT_DECISION_LIFT: f32 = 1.0;
 
 fn default_decision_lift() -> f32 {
@@ -287,8 +290,8 @@ pub struct Signals {
     pub context: f32,
     /// What recency added to the score.
     pub recency: f32,
-    /// What being a decision added, for a question about a past decision
-    /// ([`Ranking::decision_lift`]).
+    /// What being a decision in force, or a message a decision was extracted from, added for a
+    /// question about a past decision ([`Ranking::decision_lift`]).
     #[serde(default)]
     pub decision: f32,
     /// What the hit lost for ending by asking ([`Ranking::question`]; zero or negative).

@@ -39,9 +39,9 @@ fn decode_body<T: DeserializeOwned>(what: &'static str, body: &[u8]) -> Result<T
 }
 
 /// Version of the document record. 2 added [`Document::answering`], 3
-/// [`Document::closes_turn`], each encoded last: a record of an earlier version is the same
-/// bytes without them.
-pub(crate) const DOCUMENT_VERSION: u8 = 3;
+/// [`Document::closes_turn`], 4 [`Document::decides`], each encoded last: a record of an
+/// earlier version is the same bytes without them.
+pub(crate) const DOCUMENT_VERSION: u8 = 4;
 
 /// Encodes a document (version [`DOCUMENT_VERSION`]).
 pub(crate) fn encode_document(doc: &Document) -> Vec<u8> {
@@ -50,17 +50,19 @@ pub(crate) fn encode_document(doc: &Document) -> Vec<u8> {
     out
 }
 
-/// Decodes a document of version 3, or of an earlier one: version 2 lacks the last field
-/// ([`Document::closes_turn`], a `false` is one zero byte in this encoding), version 1 the last
-/// two (an absent [`Document::answering`] is one zero byte too), so an old record is read with
-/// those bytes appended (a copy, for old records only; a current one is read in place).
+/// Decodes a document of version 4, or of an earlier one: version 3 lacks the last field
+/// ([`Document::decides`], a `false` is one zero byte in this encoding), version 2 the last two
+/// ([`Document::closes_turn`] too), version 1 the last three (an absent
+/// [`Document::answering`] is one zero byte too), so an old record is read with those bytes
+/// appended (a copy, for old records only; a current one is read in place).
 pub(crate) fn decode_document(bytes: &[u8]) -> Result<Document> {
     let what = "document";
     let (&version, body) = bytes.split_first().ok_or_else(|| Error::Codec { what, reason: "empty record".into() })?;
     match version {
         DOCUMENT_VERSION => decode_body(what, body),
-        2 => decode_body(what, &[body, &[0]].concat()),
-        1 => decode_body(what, &[body, &[0, 0]].concat()),
+        3 => decode_body(what, &[body, &[0]].concat()),
+        2 => decode_body(what, &[body, &[0, 0]].concat()),
+        1 => decode_body(what, &[body, &[0, 0, 0]].concat()),
         v => Err(Error::FormatVersion { what, found: v.into(), supported: DOCUMENT_VERSION.into() }),
     }
 }
@@ -98,9 +100,11 @@ mod tests {
         assert_eq!(decode_document(&encode_document(&d)).unwrap(), d);
         d.closes_turn = true;
         assert_eq!(decode_document(&encode_document(&d)).unwrap(), d);
+        d.decides = true;
+        assert_eq!(decode_document(&encode_document(&d)).unwrap(), d);
         let mut bad = bytes.clone();
         bad[0] = 99;
-        assert!(matches!(decode_document(&bad), Err(Error::FormatVersion { found: 99, supported: 3, .. })));
+        assert!(matches!(decode_document(&bad), Err(Error::FormatVersion { found: 99, supported: 4, .. })));
         assert!(matches!(decode_document(&bytes[..bytes.len() - 2]), Err(Error::Codec { .. })));
         assert!(matches!(decode_document(&[]), Err(Error::Codec { .. })));
     }
@@ -128,11 +132,25 @@ mod tests {
         let mut d = Document::message("세션", "u1", 3, Role::Assistant, "修正しました。");
         d.answering = Some(Quote::new("Ana", "¿y ahora?"));
         let current = encode_document(&d);
-        // Version 2: the same bytes without the last one (`closes_turn`).
-        let mut v2 = current[..current.len() - 1].to_vec();
+        // Version 2: the same bytes without the last two (`closes_turn`, `decides`).
+        let mut v2 = current[..current.len() - 2].to_vec();
         v2[0] = 2;
         assert_eq!(decode_document(&v2).unwrap(), d);
         d.closes_turn = true;
+        let closing = encode_document(&d);
+        assert_eq!(closing[closing.len() - 2], 1, "the flag is the record's last byte but one");
+    }
+
+    #[test]
+    fn a_version_3_document_reads_as_deciding_nothing() {
+        let mut d = Document::message("會話", "u2", 4, Role::User, "Redisにしよう、TTLが要るから。");
+        d.closes_turn = true;
+        let current = encode_document(&d);
+        // Version 3: the same bytes without the last one (`decides`).
+        let mut v3 = current[..current.len() - 1].to_vec();
+        v3[0] = 3;
+        assert_eq!(decode_document(&v3).unwrap(), d);
+        d.decides = true;
         assert_eq!(*encode_document(&d).last().unwrap(), 1, "the flag is the record's last byte");
     }
 
@@ -167,9 +185,9 @@ mod tests {
             });
             assert_eq!(v1[0], 1);
             assert_eq!(decode_document(&v1).unwrap(), d);
-            // And it is the current record without its last two bytes.
+            // And it is the current record without its last three bytes.
             let current = encode_document(&d);
-            assert_eq!(&v1[1..], &current[1..current.len() - 2]);
+            assert_eq!(&v1[1..], &current[1..current.len() - 3]);
         }
     }
 

@@ -149,8 +149,9 @@ fn row_current(row: &[u8]) -> bool {
 
 /// A collection written before the ranking table existed gets it, filled from its documents
 /// (once: the open that creates the table); one whose rows are of an earlier encoding
-/// ([`crate::search::fields::VERSION`]) gets them rewritten, after its sessions written before
-/// the agent's closing messages were marked get them marked ([`mark_closing_turns`]). A
+/// ([`crate::search::fields::VERSION`]) gets them rewritten, after its messages get the marks
+/// indexing gives them now ([`mark_messages`]: the messages that close a turn, those a decision
+/// was extracted from). A
 /// document that cannot be decoded gets no row; a search derives what it needs from the
 /// document then, as for any missing row.
 fn backfill_ranking(tx: &WriteTransaction) -> Result<()> {
@@ -158,7 +159,7 @@ fn backfill_ranking(tx: &WriteTransaction) -> Result<()> {
     if tx.list_tables()?.any(|t| t.name() == RANKING.name()) && ranking_current(&tx.open_table(RANKING)?)? {
         return Ok(());
     }
-    mark_closing_turns(tx)?;
+    mark_messages(tx)?;
     let docs = tx.open_table(DOCS)?;
     let mut ranking = tx.open_table(RANKING)?;
     for row in docs.iter()? {
@@ -181,7 +182,7 @@ fn backfill_ranking(tx: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
-/// What [`mark_closing_turns`] reads of a stored message.
+/// What [`mark_messages`] reads of a stored message.
 struct Stored {
     /// Its index in the session.
     index: u64,
@@ -195,6 +196,8 @@ struct Stored {
     agent: Option<String>,
     /// Whether it is marked as closing a turn.
     marked: bool,
+    /// Whether it is marked as one a decision was extracted from.
+    decides: bool,
     /// Its message uuid.
     uuid: String,
 }
@@ -207,12 +210,14 @@ struct Stored {
 /// type (two runs of one type, each starting with its prompt, are told apart by it); then, in
 /// every session, the turns the person's next message settled
 /// ([`crate::derive::session::settle`]; ranking rows before version 4), from the stored decisions'
-/// source messages. Rewrites the records of the documents whose mark changes only: their
+/// source messages, and the messages the stored decisions came from ([`Document::decides`];
+/// before version 5). Rewrites the records of the documents whose marks change only: their
 /// vectors and words are unchanged.
-fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
+fn mark_messages(tx: &WriteTransaction) -> Result<()> {
     use crate::derive::session::{TurnEnd, closing_turns, overrules, settle};
     let mut sessions: HashMap<String, Vec<Stored>> = HashMap::new();
-    // session → message uuid → the options the decisions extracted from it turned down.
+    // session → message uuid → the options the decisions extracted from it turned down (none
+    // for a decision that names no alternative).
     let mut turned_down: HashMap<String, HashMap<String, Vec<String>>> = HashMap::new();
     {
         let docs = tx.open_table(DOCS)?;
@@ -227,9 +232,10 @@ fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
                     words: crate::derive::session::has_own_words(&doc),
                     agent: m.agent.clone(),
                     marked: doc.closes_turn,
+                    decides: doc.decides,
                     uuid: m.message_uuid.clone(),
                 }),
-                DocBody::Decision(f) if !f.alternatives.is_empty() => turned_down
+                DocBody::Decision(f) => turned_down
                     .entry(doc.session_id.clone())
                     .or_default()
                     .entry(f.source_message_uuid.clone())
@@ -259,7 +265,7 @@ fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
         let mut failed = None;
         let turned_down = turned_down.remove(&session).unwrap_or_default();
         let marks = settle(&ends, |person, agent| {
-            let Some(alts) = turned_down.get(&messages[person].uuid) else { return false };
+            let Some(alts) = turned_down.get(&messages[person].uuid).filter(|a| !a.is_empty()) else { return false };
             let mut content = |id: u64| match docs.get(id) {
                 Ok(b) => b.and_then(|b| codec::decode_document(b.value()).ok()).map(|d| d.content),
                 Err(e) => {
@@ -274,12 +280,14 @@ fn mark_closing_turns(tx: &WriteTransaction) -> Result<()> {
             return Err(e.into());
         }
         for (m, closes) in messages.iter().zip(marks) {
-            if closes == m.marked {
+            let decides = turned_down.contains_key(&m.uuid);
+            if closes == m.marked && decides == m.decides {
                 continue;
             }
             let doc = docs.get(m.id)?.map(|b| codec::decode_document(b.value()));
             if let Some(Ok(mut doc)) = doc {
                 doc.closes_turn = closes;
+                doc.decides = decides;
                 docs.insert(m.id, codec::encode_document(&doc).as_slice())?;
             }
         }
@@ -383,12 +391,12 @@ mod tests {
             for id in 0..n {
                 if id < old.len() as u64 {
                     let mut record = docs.get(id).unwrap().unwrap().value().to_vec();
-                    record.pop();
+                    record.truncate(record.len() - 2);
                     record[0] = 2;
                     docs.insert(id, record.as_slice()).unwrap();
                 }
                 let mut row = rows.get(id).unwrap().unwrap().value().to_vec();
-                row.pop();
+                row.truncate(59);
                 row[0] = 2;
                 rows.insert(id, row.as_slice()).unwrap();
             }
@@ -415,7 +423,15 @@ mod tests {
     /// version 3, the agent's closing messages marked) gets them settled on its next open: the
     /// person's message a decision came from takes the mark of the agent's message it answered.
     #[test]
-    fn an_older_collection_gets_its_settled_turns_on_open() {
+    fn an_older_collection_gets_its_settled_turns_and_deciding_messages_on_open() {
+        for version in [3, 4] {
+            older_collection_upgraded(version);
+        }
+    }
+
+    /// Ranking rows of `version` (3: before the settled turns; 4: before the deciding
+    /// messages) upgraded on open.
+    fn older_collection_upgraded(version: u8) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("data.redb");
         let mut docs = vec![
@@ -458,7 +474,7 @@ mod tests {
             let mut rows = tx.open_table(RANKING).unwrap();
             for id in 0..docs.len() as u64 {
                 let mut row = rows.get(id).unwrap().unwrap().value().to_vec();
-                row[0] = 3;
+                row[0] = version;
                 rows.insert(id, row.as_slice()).unwrap();
             }
             drop(rows);
@@ -470,9 +486,13 @@ mod tests {
         let (stored, rows) = (tx.open_table(DOCS).unwrap(), tx.open_table(RANKING).unwrap());
         let closes: Vec<bool> = (0..8).map(|id| get_doc(&stored, id).unwrap().unwrap().closes_turn).collect();
         assert_eq!(closes, [false, false, true, true, false, true, false, false]);
+        // The messages the two decisions came from (the Korean session's third, the Chinese
+        // session's reply) decide; nothing else does.
+        let decides: Vec<bool> = (0..8).map(|id| get_doc(&stored, id).unwrap().unwrap().decides).collect();
+        assert_eq!(decides, [false, false, true, false, false, false, true, false]);
         for id in 0..8u64 {
             let row = RankFields::decode(rows.get(id).unwrap().unwrap().value()).expect("a current row");
-            assert_eq!(row.closes, closes[id as usize], "row {id}");
+            assert_eq!((row.closes, row.decides), (closes[id as usize], decides[id as usize]), "row {id}");
         }
         assert!(ranking_current(&rows).unwrap(), "nothing left to upgrade");
     }

@@ -216,6 +216,7 @@ mod tests {
         let mut new = Document::message("会话", "u1", 1, Role::Other, "Lisboa");
         new.answering = Some(Quote::new("Ana", "¿Dónde?"));
         new.closes_turn = true;
+        new.decides = true;
         let old = Document::message("会话", "u0", 0, Role::User, "¿Dónde?");
         let mut two = Document::message("会话", "u2", 2, Role::Assistant, "Lisboa, 2023.");
         two.answering = Some(Quote::new("Bó", "¿Cuándo?"));
@@ -223,15 +224,15 @@ mod tests {
             let db = redb::Database::create(&path).unwrap();
             let tx = db.begin_write().unwrap();
             crate::store::put_document(&tx, 1, &new).unwrap();
-            // As version 1 wrote it: the same bytes without the trailing `answering` and
-            // `closes_turn`.
+            // As version 1 wrote it: the same bytes without the trailing `answering`,
+            // `closes_turn` and `decides`.
             let mut v1 = codec::encode_document(&old);
-            v1.truncate(v1.len() - 2);
+            v1.truncate(v1.len() - 3);
             v1[0] = 1;
             tx.open_table(DOCS).unwrap().insert(2, v1.as_slice()).unwrap();
-            // As version 2 wrote it: without the trailing `closes_turn`.
+            // As version 2 wrote it: without the trailing `closes_turn` and `decides`.
             let mut v2 = codec::encode_document(&two);
-            v2.pop();
+            v2.truncate(v2.len() - 2);
             v2[0] = 2;
             tx.open_table(DOCS).unwrap().insert(3, v2.as_slice()).unwrap();
             tx.commit().unwrap();

@@ -1,5 +1,6 @@
 //! Crash consistency, process level: the real binary is killed (`SIGKILL`) at seeded random
-//! moments during `index --force` and during `forget`, then run normally; the result must equal
+//! moments during `index` (first runs and `--force`), `forget`, `migrate`, `doctor --repair`
+//! and the upgrade of an older collection on open, then run normally; the result must equal
 //! an uninterrupted run (same sessions, messages, decisions and summaries per collection, no
 //! duplicates, no extra collection) and no byte of a forgotten session may stay on disk.
 //!
@@ -426,5 +427,133 @@ fn repair_killed_anywhere_is_finished_by_the_next_repair() {
         "doctor --repair: {kills} kills (seed {seed:#x}), {killed} before it finished, full run {full:?}, \
          {salvaged} of {} messages salvaged",
         expected[&name][1]
+    );
+}
+
+/// Every store file (`data.redb`) under `data`, by its path relative to `data`.
+fn stores(data: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![data.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.file_name().is_some_and(|n| n == "data.redb") {
+                found.push(p.strip_prefix(data).unwrap().to_path_buf());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+const DOCS: redb::TableDefinition<'_, u64, &[u8]> = redb::TableDefinition::new("docs");
+const RANKING: redb::TableDefinition<'_, u64, &[u8]> = redb::TableDefinition::new("ranking");
+
+/// Per store file: its documents' records and its ranking rows, as stored.
+type Tables = BTreeMap<PathBuf, [Vec<(u64, Vec<u8>)>; 2]>;
+
+fn tables(data: &Path) -> Tables {
+    use redb::{ReadableDatabase, ReadableTable};
+    stores(data)
+        .into_iter()
+        .map(|rel| {
+            let db = redb::Database::open(data.join(&rel)).unwrap();
+            let tx = db.begin_read().unwrap();
+            let rows = |t: redb::ReadOnlyTable<u64, &[u8]>| {
+                t.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value(), v.value().to_vec())).collect()
+            };
+            let both = [rows(tx.open_table(DOCS).unwrap()), rows(tx.open_table(RANKING).unwrap())];
+            (rel, both)
+        })
+        .collect()
+}
+
+/// Makes the collections under `data` look written by the build before the deciding messages
+/// were marked: document records of version 3 (without the last byte, `decides`) and ranking
+/// rows of version 4 (60 bytes). Returns how many messages were marked as deciding.
+fn make_older(data: &Path) -> usize {
+    use redb::ReadableTable;
+    let mut deciding = 0;
+    for rel in stores(data) {
+        let db = redb::Database::open(data.join(rel)).unwrap();
+        let tx = db.begin_write().unwrap();
+        {
+            let mut docs = tx.open_table(DOCS).unwrap();
+            let records: Vec<(u64, Vec<u8>)> =
+                docs.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value(), v.value().to_vec())).collect();
+            for (id, mut record) in records {
+                assert_eq!(record[0], 4, "a current record");
+                deciding += usize::from(record.pop() == Some(1));
+                record[0] = 3;
+                docs.insert(id, record.as_slice()).unwrap();
+            }
+            let mut ranking = tx.open_table(RANKING).unwrap();
+            let rows: Vec<(u64, Vec<u8>)> =
+                ranking.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value(), v.value().to_vec())).collect();
+            for (id, mut row) in rows {
+                row.truncate(60);
+                row[0] = 4;
+                ranking.insert(id, row.as_slice()).unwrap();
+            }
+        }
+        tx.commit().unwrap();
+    }
+    deciding
+}
+
+/// A collection of an earlier version is upgraded when it opens (its deciding messages marked
+/// from its stored decisions, its ranking rows rewritten), in one transaction: killed at any
+/// moment of that open, the next open leaves the records and rows of an uninterrupted upgrade,
+/// byte for byte, and no further open changes them.
+#[test]
+fn an_upgrade_killed_anywhere_is_finished_by_the_next_open() {
+    // Two real project folders (Windows and macOS) whose sessions hold decisions.
+    let h = tempfile::tempdir().unwrap();
+    for (src, name) in [
+        ("Eduardodmb+ClaudeHome/projects/X--01-Edmb-Clockhelp", "X--01-Edmb-Clockhelp"),
+        (
+            "KaceyBui+Claude-global-test/projects/-Users-akatsukijin-Desktop-Meup-claude",
+            "-Users-akatsukijin-Desktop-Meup-claude",
+        ),
+    ] {
+        copy_dir(&shared().join(src), &h.path().join("projects").join(name));
+    }
+    let projects = h.path().join("projects");
+    let p = projects.to_str().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    run(base.path(), &["index", p]);
+    let current = tables(base.path());
+    let deciding = make_older(base.path());
+    assert!(deciding > 0, "the sessions hold messages decisions were extracted from");
+    let older = tables(base.path());
+    let (reference, full) = timed_on_copy(base.path(), &["stats", "--json"]);
+    let expected = tables(reference.path());
+    // The upgrade restores what indexing wrote: the same marks, and rows of the current
+    // version (the records left unmarked stay of version 3: they are read as they are).
+    for (rel, [docs, rows]) in &expected {
+        assert_eq!(rows, &current[rel][1], "{rel:?}: the rows of a fresh index");
+        let marked = |t: &[(u64, Vec<u8>)]| t.iter().filter(|(_, r)| r[0] == 4 && r.last() == Some(&1)).count();
+        assert_eq!(marked(docs), marked(&current[rel][0]), "{rel:?}: the deciding messages of a fresh index");
+    }
+    let seed = env_or("CONVDEX_CRASH_SEED", 0x5eed) ^ 0x0b5;
+    let kills = env_or("CONVDEX_CRASH_KILLS", 10);
+    let mut left_older = 0;
+    let killed = kill_copies(base.path(), &["stats", "--json"], full, seed, kills, |data, at| {
+        // The kill left the collections as they were, or upgraded, never half of it.
+        for (rel, both) in tables(data) {
+            let (was, done) = (&older[&rel], &expected[&rel]);
+            assert!(&both == was || &both == done, "{at}: {rel:?} half upgraded");
+            left_older += usize::from(&both == was && was != done);
+        }
+        run(data, &["stats", "--json"]);
+        assert_eq!(tables(data), expected, "{at}: after the next open");
+        run(data, &["stats", "--json"]);
+        assert_eq!(tables(data), expected, "{at}: an open after it changes nothing");
+    });
+    println!(
+        "upgrade on open: {kills} kills (seed {seed:#x}), {killed} before it finished, {left_older} collections left \
+         as they were, {deciding} deciding messages, full run {full:?}"
     );
 }

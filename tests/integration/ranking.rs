@@ -310,9 +310,10 @@ fn collections_without_ranking_rows_rank_the_same() {
 }
 
 /// Which messages close the agent's turn (`Document::closes_turn`, what `Ranking::closing`
-/// reads) is the same whether a session was indexed whole or in two runs cut in the middle of a
-/// turn: the message that closed the turn at the cut loses the mark when the agent goes on,
-/// or when the person's next message overrules it.
+/// reads), and which a decision was extracted from (`Document::decides`), is the same whether a
+/// session was indexed whole or in runs cut in the middle of a turn: the message that closed
+/// the turn at the cut loses the mark when the agent goes on, or when the person's next message
+/// overrules it.
 #[test]
 fn closing_messages_are_marked_alike_when_a_session_grows_mid_turn() {
     let (history, transcript) = crate::common::sample_history();
@@ -335,10 +336,26 @@ fn closing_messages_are_marked_alike_when_a_session_grows_mid_turn() {
         out.sort();
         out.into_iter().map(|(_, u, c)| (u, c)).collect()
     };
+    // The messages marked as ones a decision was extracted from (`Document::decides`).
+    let deciding = |index: &Index| -> Vec<String> {
+        let info = &index.collections().unwrap()[0];
+        let coll = index.collection(&info.tenant, &info.project).unwrap();
+        let mut out: Vec<String> = lines
+            .iter()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["uuid"].as_str().map(str::to_string))
+            .filter(|u| {
+                coll.get(Document::stable_id(&session, DocKind::Message, u)).unwrap().is_some_and(|d| d.decides)
+            })
+            .collect();
+        out.sort();
+        out
+    };
     let whole_dir = tempfile::tempdir().unwrap();
     let whole = crate::common::hash_index(whole_dir.path(), CollectionOptions::default());
     convdex::index_paths(&whole, &[history.path().join("projects")], &convdex::IndexOptions::default()).unwrap();
     let expected = marks(&whole);
+    assert!(deciding(&whole).contains(&"s-u4".to_string()), "{:?}", deciding(&whole));
     let closing: Vec<&str> = expected.iter().filter(|(_, c)| *c).map(|(u, _)| u.as_str()).collect();
     // The agent's last words of each turn, but for its recommendation of Postgres (s-a7-0),
     // which the person's decision for Redis next (s-u4) overruled and settled.
@@ -360,4 +377,64 @@ fn closing_messages_are_marked_alike_when_a_session_grows_mid_turn() {
         convdex::index_paths(&grown, &[history.path().join("projects")], &convdex::IndexOptions::default()).unwrap();
     assert_eq!(report.sessions_appended, 1, "{report:?}");
     assert_eq!(marks(&grown), expected, "the person's decision took the recommendation's mark");
+    assert_eq!(deciding(&grown), deciding(&whole), "the same messages decide");
+}
+
+/// Where each message stands in its session (`message_index`: the context lift and the reply
+/// signal read it; the session view orders by it) is the same whether a real session with
+/// sub-agents was indexed whole or grew between two runs: the sub-agents' messages are numbered
+/// after the main transcript's, so they move when it grows, and an append rewrites them.
+#[test]
+fn sub_agent_messages_move_with_the_main_transcript_as_it_grows() {
+    let project = "-Users-allenbot-project-auto-trading";
+    let session = "86342176-f37c-46b8-9737-e26abfc2129b";
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data/fresh/transcripts/earnabitmore365+merit-ledger/projects")
+        .join(project);
+    let home = tempfile::tempdir().unwrap();
+    let dst = home.path().join("projects").join(project);
+    crate::common::copy_dir(&src.join(session), &dst.join(session));
+    let main = dst.join(format!("{session}.jsonl"));
+    let full = std::fs::read_to_string(src.join(format!("{session}.jsonl"))).unwrap();
+    let places = |index: &Index| -> Vec<(String, u64)> {
+        let info = &index.collections().unwrap()[0];
+        let coll = index.collection(&info.tenant, &info.project).unwrap();
+        let mut out: Vec<(String, u64)> = coll
+            .session_documents(session)
+            .unwrap()
+            .into_iter()
+            .filter_map(|d| match d.body {
+                convdex::DocBody::Message(m) => Some((m.message_uuid, m.message_index)),
+                _ => None,
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let agents = |index: &Index| -> usize {
+        let info = &index.collections().unwrap()[0];
+        let coll = index.collection(&info.tenant, &info.project).unwrap();
+        let docs = coll.session_documents(session).unwrap();
+        docs.iter().filter(|d| matches!(&d.body, convdex::DocBody::Message(m) if m.agent.is_some())).count()
+    };
+    let projects = [home.path().join("projects")];
+    std::fs::write(&main, &full).unwrap();
+    let whole_dir = tempfile::tempdir().unwrap();
+    let whole = crate::common::hash_index(whole_dir.path(), CollectionOptions::default());
+    convdex::index_paths(&whole, &projects, &convdex::IndexOptions::default()).unwrap();
+    let expected = places(&whole);
+    assert!(agents(&whole) > 0, "the session's sub-agents are indexed with it");
+    let mut seen = std::collections::HashSet::new();
+    assert!(expected.iter().all(|(_, i)| seen.insert(*i)), "every message has a place of its own");
+    // The main transcript cut in half, its sub-agents whole; then the rest appended.
+    let lines: Vec<&str> = full.lines().collect();
+    std::fs::write(&main, lines[..lines.len() / 2].join("\n") + "\n").unwrap();
+    let grown_dir = tempfile::tempdir().unwrap();
+    let grown = crate::common::hash_index(grown_dir.path(), CollectionOptions::default());
+    convdex::index_paths(&grown, &projects, &convdex::IndexOptions::default()).unwrap();
+    assert_ne!(places(&grown), expected, "the cut session numbers its sub-agents' messages earlier");
+    std::fs::write(&main, &full).unwrap();
+    let report = convdex::index_paths(&grown, &projects, &convdex::IndexOptions::default()).unwrap();
+    assert_eq!(report.sessions_appended, 1, "{report:?}");
+    assert_eq!(places(&grown), expected, "every message where a whole index puts it");
 }

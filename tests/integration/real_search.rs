@@ -222,8 +222,8 @@ fn a_reply_is_found_by_the_question_it_answers() {
 
 /// The demo (`make demo`) on the shipped sample, with the real model: an answer of each
 /// question (examples/sample/questions.json) is among its three hits shown, and the first hit
-/// is one where the file says `first` (questions 1 and 3). Question 2 still shows the message
-/// that asked first (docs/ranking.md, «The person's word settles a turn»).
+/// is one where the file says `first` (all three: question 2's first hit is the person's
+/// decision, not the message that asked; docs/ranking.md, «The message where it was decided»).
 #[test]
 fn the_demo_finds_each_answer_among_its_first_three() {
     let (history, _) = crate::common::sample_history();

@@ -454,3 +454,30 @@ fn the_same_score_reads_higher_among_fewer_vectors() {
     let read = |n: f64| relevance(SearchMode::Lexical, &curves, &s, n);
     assert_eq!(read(20.0), read(100_000.0));
 }
+
+#[test]
+fn a_question_about_a_decision_lifts_the_message_it_was_made_in() {
+    // a:1 asked ("Redis or Postgres?") and matches best; a:2 is the person's decision, the
+    // message a decision was extracted from; a:3 the agent's reply.
+    let deciding = {
+        let mut d = Document::message("a", "a-2", 2, Role::User, "Redisにする、TTLが要るから。");
+        d.decides = true;
+        cand_of(d, Some(0.3), Some(5.0))
+    };
+    let p = || pool(vec![cand("a", 1, Some(0.34), Some(5.0)), deciding.clone(), cand("a", 3, Some(0.31), Some(5.0))]);
+    let lift = Ranking { decision_lift: 1.0, ..NO_CONTEXT };
+    let other = rank(vec![p()], SearchMode::Hybrid, &lift, false);
+    assert_eq!(order(&other), ["a:1", "a:3", "a:2"], "another question is not changed by it");
+    assert!(other.iter().all(|r| r.candidate.signals.decision == 0.0));
+    let about = rank(vec![p()], SearchMode::Hybrid, &lift, true);
+    assert_eq!(order(&about)[0], "a:2", "the message where it was decided leads");
+    let get = |r: &[Ranked], l: &str| r.iter().find(|x| label(x) == l).unwrap().clone();
+    assert_eq!(get(&about, "a:2").candidate.signals.decision, 1.0);
+    assert!((get(&about, "a:2").score - get(&other, "a:2").score - 1.0).abs() < 1e-5);
+    for l in ["a:1", "a:3"] {
+        assert_eq!(get(&about, l).score, get(&other, l).score, "{l}");
+    }
+    // Semantic search alone reads no lift.
+    let semantic = rank(vec![p()], SearchMode::Semantic, &lift, true);
+    assert!(semantic.iter().all(|r| r.candidate.signals.decision == 0.0));
+}
