@@ -23,14 +23,17 @@ fn shared() -> PathBuf {
 
 /// Two real project folders: a Windows one in Chinese and a macOS one in English.
 fn history() -> tempfile::TempDir {
+    history_of(&[
+        "13562964800+claude-skills/projects/D--llapk-app",
+        "KaceyBui+Claude-global-test/projects/-Users-akatsukijin-Desktop-gitlearn",
+    ])
+}
+
+/// These project folders of `../shared/data/transcripts`, under `projects/` of a new folder.
+fn history_of(folders: &[&str]) -> tempfile::TempDir {
     let h = tempfile::tempdir().unwrap();
-    for (src, name) in [
-        ("13562964800+claude-skills/projects/D--llapk-app", "D--llapk-app"),
-        (
-            "KaceyBui+Claude-global-test/projects/-Users-akatsukijin-Desktop-gitlearn",
-            "-Users-akatsukijin-Desktop-gitlearn",
-        ),
-    ] {
+    for src in folders {
+        let name = Path::new(src).file_name().unwrap();
         copy_dir(&shared().join(src), &h.path().join("projects").join(name));
     }
     h
@@ -184,18 +187,9 @@ fn needles(data: &Path, session: &str) -> Vec<String> {
 }
 
 fn files_contain(dir: &Path, needle: &str) -> Option<PathBuf> {
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if std::fs::read(&p).unwrap().windows(needle.len()).any(|w| w == needle.as_bytes()) {
-                return Some(p);
-            }
-        }
-    }
-    None
+    super::common::files_under(dir)
+        .into_iter()
+        .find(|p| std::fs::read(p).unwrap().windows(needle.len()).any(|w| w == needle.as_bytes()))
 }
 
 #[test]
@@ -432,20 +426,11 @@ fn repair_killed_anywhere_is_finished_by_the_next_repair() {
 
 /// Every store file (`data.redb`) under `data`, by its path relative to `data`.
 fn stores(data: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut dirs = vec![data.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for e in std::fs::read_dir(&dir).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.file_name().is_some_and(|n| n == "data.redb") {
-                found.push(p.strip_prefix(data).unwrap().to_path_buf());
-            }
-        }
-    }
-    found.sort();
-    found
+    super::common::files_under(data)
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "data.redb"))
+        .map(|p| p.strip_prefix(data).unwrap().to_path_buf())
+        .collect()
 }
 
 const DOCS: redb::TableDefinition<'_, u64, &[u8]> = redb::TableDefinition::new("docs");
@@ -510,16 +495,10 @@ fn make_older(data: &Path) -> usize {
 #[test]
 fn an_upgrade_killed_anywhere_is_finished_by_the_next_open() {
     // Two real project folders (Windows and macOS) whose sessions hold decisions.
-    let h = tempfile::tempdir().unwrap();
-    for (src, name) in [
-        ("Eduardodmb+ClaudeHome/projects/X--01-Edmb-Clockhelp", "X--01-Edmb-Clockhelp"),
-        (
-            "KaceyBui+Claude-global-test/projects/-Users-akatsukijin-Desktop-Meup-claude",
-            "-Users-akatsukijin-Desktop-Meup-claude",
-        ),
-    ] {
-        copy_dir(&shared().join(src), &h.path().join("projects").join(name));
-    }
+    let h = history_of(&[
+        "Eduardodmb+ClaudeHome/projects/X--01-Edmb-Clockhelp",
+        "KaceyBui+Claude-global-test/projects/-Users-akatsukijin-Desktop-Meup-claude",
+    ]);
     let projects = h.path().join("projects");
     let p = projects.to_str().unwrap();
     let base = tempfile::tempdir().unwrap();

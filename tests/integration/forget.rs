@@ -14,19 +14,7 @@ fn project_dir() -> PathBuf {
 
 /// Every file under `dir`, concatenated.
 fn all_bytes(dir: &Path) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.extend(std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
+    crate::common::files_under(dir).iter().flat_map(|p| std::fs::read(p).unwrap()).collect()
 }
 
 fn contains(hay: &[u8], needle: &str) -> bool {
