@@ -28,7 +28,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mcp => cli::mcp::serve(&ctx),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "convdex", &mut std::io::stdout());
+            // Written whole, so that a closed pipe is an error here, not a panic in the generator.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "convdex", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout(), &script)?;
             Ok(())
         }
         Command::Man => {
@@ -55,8 +58,20 @@ fn main() -> ExitCode {
     // The storage engine panics on some damaged pages; convdex catches those panics and reports
     // the collection as damaged (with the fix), so they are not printed twice. Any other panic
     // is a bug and keeps Rust's report.
+    // Output piped into a reader that stops early (`| head`): `println!` panics on the closed
+    // pipe; the command stops there, quietly and successfully, as other command-line tools do
+    // (what was written stays written: a store write in progress is left as a kill leaves it).
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
         let in_storage = info.location().is_some_and(|l| l.file().contains("/redb-"));
         if !in_storage {
             default_hook(info);
@@ -65,9 +80,35 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) if cli::had_problems() => ExitCode::from(cli::EXIT_PROBLEMS),
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(if usage(&e) { 2 } else { 1 })
         }
     }
+}
+
+/// Whether the error is the closed pipe of a reader that stopped early.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// Whether the error is a call the command line can fix (exit code 2, as for an argument the
+/// parser refuses): an empty or too long query, a limit out of range, an inverted time range,
+/// an invalid argument.
+fn usage(e: &anyhow::Error) -> bool {
+    use convdex::Error as E;
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<E>(),
+            Some(
+                E::EmptyQuery
+                    | E::ZeroLimit
+                    | E::LimitTooLarge { .. }
+                    | E::QueryTooLong { .. }
+                    | E::InvertedTimeRange { .. }
+                    | E::InvalidArgument(_)
+            )
+        )
+    })
 }

@@ -20,7 +20,9 @@ pub fn run(ctx: &Ctx, a: HandoffArgs) -> anyhow::Result<()> {
     let found = ctx.index()?.latest_handoff(a.project.as_deref())?;
     skipped(&found.skipped);
     let Some((project, brief)) = found.found else {
-        anyhow::bail!("no indexed session to hand off; run `convdex index` first");
+        anyhow::bail!(
+            "no session summary to hand off: run `convdex index` first (a session whose transcript holds no request of the person's has no summary)"
+        );
     };
     if a.json {
         return print_json(&serde_json::json!({"project": project, "brief": brief}));

@@ -23,7 +23,7 @@ pub struct SearchArgs {
     /// Only this domain.
     #[arg(long)]
     pub domain: Option<String>,
-    /// Only this session.
+    /// Only this session (its id or a unique prefix of it, as search prints it).
     #[arg(long)]
     pub session: Option<String>,
     /// Only documents discussing this file (relative to the project root or absolute; `\` or
@@ -123,6 +123,11 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     let mut options = ctx.options()?;
     options.collection.exact_threshold = usize::MAX;
     let index = convdex::Index::open(&ctx.dir, options)?;
+    let mut a = a;
+    if let Some(prefix) = &a.session {
+        // What it could not read, the search below reports.
+        a.session = Some(index.find_session(prefix, a.project.as_deref())?.found.session);
+    }
     let asked = a.query(index.default_ranking())?;
     let (found, answered) = super::warm::search(&index, a.project.as_deref(), &asked, a.sessions)?;
     // This process loaded the model because no helper runs: start one for the next search.

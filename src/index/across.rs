@@ -43,7 +43,7 @@ pub struct DecisionFilter {
     pub file: Option<String>,
     /// Only decisions at or after this time.
     pub since: Option<DateTime<Utc>>,
-    /// Only decisions with this tag.
+    /// Only decisions with this tag (case aside, as search's tag filters).
     pub tag: Option<String>,
     /// Superseded and rejected decisions too.
     pub all: bool,
@@ -353,6 +353,8 @@ impl Index {
                 None => Vec::new(),
             };
             let mut rows = Vec::new();
+            // Tags are stored in lower case, as search's tag filters read them.
+            let tag = filter.tag.as_deref().map(str::to_lowercase);
             let all = c.documents_of_kind(DocKind::Decision)?;
             let all = match filter.as_of {
                 Some(at) => crate::derive::life::as_of(&all, at),
@@ -363,7 +365,7 @@ impl Index {
                 let keep = (filter.all || fields.status == DecisionStatus::Active)
                     && (forms.is_empty() || d.files_discussed.iter().any(|x| forms.contains(&x.path)))
                     && filter.since.is_none_or(|s| d.timestamp >= s)
-                    && filter.tag.as_deref().is_none_or(|t| d.tags.iter().any(|x| x == t));
+                    && tag.as_deref().is_none_or(|t| d.tags.iter().any(|x| x == t));
                 if keep {
                     rows.push((info.project.clone(), d));
                 }

@@ -197,7 +197,7 @@ pub fn parse(bytes: &[u8]) -> ParsedFile {
             out.skipped.push(SkippedLine { line: line_no, reason });
             continue;
         }
-        let value: Value = match serde_json::from_slice(trimmed) {
+        let value: Value = match super::parse_line(trimmed) {
             Ok(v) => v,
             Err(e) => {
                 let reason = if complete { format!("malformed JSON: {e}") } else { "torn last line".into() };

@@ -40,7 +40,7 @@ pub(crate) fn json_lines(bytes: &[u8], out: &mut ParsedFile) -> Vec<(usize, Valu
             out.skipped.push(SkippedLine { line: line_no, reason });
             continue;
         }
-        match serde_json::from_slice::<Value>(line) {
+        match parse_line(line) {
             Ok(v) if v.is_object() => {
                 out.records += 1;
                 records.push((line_no, v));
@@ -53,4 +53,16 @@ pub(crate) fn json_lines(bytes: &[u8], out: &mut ParsedFile) -> Vec<(usize, Valu
         }
     }
     records
+}
+
+/// One JSON line. A line that holds bytes that are not UTF-8 (a damaged file, a tool that cut a
+/// character in two) is read with each such byte replaced by U+FFFD, so that the message it
+/// holds is kept (and the damage shows where it is) rather than the whole line lost.
+pub(crate) fn parse_line(line: &[u8]) -> serde_json::Result<Value> {
+    match serde_json::from_slice::<Value>(line) {
+        Err(e) if std::str::from_utf8(line).is_err() => {
+            serde_json::from_str::<Value>(&String::from_utf8_lossy(line)).map_err(|_| e)
+        }
+        parsed => parsed,
+    }
 }

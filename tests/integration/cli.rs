@@ -68,6 +68,34 @@ fn commands_json_exit_codes_and_forget() {
     assert!(cli.json(&["decisions", "--json", "--all"]).is_array());
     let blame = cli.json(&["blame", "src/auth.rs", "--json"]);
     assert_eq!(blame[0]["session"], SESSION);
+    // A session named by the prefix search prints; a tag in any case, as search reads tags.
+    let own = cli.json(&["search", "expired tokens", "--session", &SESSION[..8], "--json"]);
+    assert!(
+        !own.as_array().unwrap().is_empty() && own.as_array().unwrap().iter().all(|h| h["session"] == SESSION),
+        "{own}"
+    );
+    let out = cli.run(&["search", "expired tokens", "--session", "ffff0000"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ffff0000"), "{}", String::from_utf8_lossy(&out.stderr));
+    let upper = cli.json(&["decisions", "--json", "--all", "--tag", "REDIS"]);
+    assert_eq!(upper, cli.json(&["decisions", "--json", "--all", "--tag", "redis"]));
+    assert!(!upper.as_array().unwrap().is_empty(), "{upper}");
+    // Output into a reader that stops early (`| head`): the command stops quietly, exit 0.
+    for args in [&["search", "expired tokens"][..], &["decisions", "--all"], &["completions", "bash"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_convdex"))
+            .env("CONVDEX_WARM", "off")
+            .args(["--data-dir", cli.data.path().to_str().unwrap()])
+            .args(args)
+            .env("CONVDEX_CONFIG", "/nonexistent/convdex-config.json")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && !err.contains("panicked"), "{args:?}: {:?} {err}", out.status);
+    }
     let models = cli.json(&["models", "check", "--json"]);
     let default = models.as_array().unwrap().iter().find(|m| m["default"] == true).unwrap();
     assert_eq!((default["model"].as_str(), default["state"].as_str()), (Some("multilingual-e5-small"), Some("ok")));
@@ -128,8 +156,18 @@ fn commands_json_exit_codes_and_forget() {
     let out = cli.run(&["search", "x", "--sessions", "--team", "postgres://nowhere"]);
     assert_eq!(out.status.code(), Some(2), "a team search lists hits, not sessions: said, not ignored");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--sessions"));
+    // A value the command refuses is a usage error too, with one line saying what to give.
     let out = cli.run(&["search", "x", "--since", "yesterday"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
+    for bad in [
+        &["search", "x", "--limit", "0"][..],
+        &["search", "x", "--sessions", "--limit", "0"],
+        &["search", ""],
+        &["search", "x", "--half-life", "0", "--recent"],
+    ] {
+        let out = cli.run(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("error: ") && err.contains("YYYY-MM-DD") && err.lines().count() == 1, "{err}");
 

@@ -217,3 +217,34 @@ fn odd_layouts_index_every_session_once_and_account_for_every_file() {
     assert_eq!(again.sessions_skipped, expected.len());
     assert!(again.files.iter().all(|f| matches!(f.outcome, FileOutcome::Unchanged | FileOutcome::LeftOut)));
 }
+
+/// A session kept in two project folders, one copy cut short (a backup taken earlier, or a
+/// live folder restored from one): the longer copy is the one indexed, whichever folder comes
+/// first, and the shorter is reported as left out; nothing of the session is lost.
+#[test]
+fn of_two_copies_of_a_session_the_longer_is_indexed() {
+    let (history, transcript) = crate::common::sample_history();
+    let full = std::fs::read_to_string(&transcript).unwrap();
+    let name = transcript.file_name().unwrap();
+    let projects = tempfile::tempdir().unwrap();
+    // The folder that sorts first holds the copy cut after eight lines.
+    let short_dir = projects.path().join("-home-dev-acme-api");
+    let long_dir = projects.path().join("-home-dev-acme-api-副本");
+    for d in [&short_dir, &long_dir] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(short_dir.join(name), full.lines().take(8).collect::<Vec<_>>().join("\n") + "\n").unwrap();
+    std::fs::write(long_dir.join(name), &full).unwrap();
+    let whole = tempfile::tempdir().unwrap();
+    let alone = hash_index(whole.path(), Default::default());
+    let reference = convdex::index_paths(&alone, &[history.path().join("projects")], &IndexOptions::default()).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let index = hash_index(data.path(), Default::default());
+    let report = convdex::index_paths(&index, &[projects.path().to_path_buf()], &IndexOptions::default()).unwrap();
+    assert_eq!(report.messages, reference.messages, "every message of the longer copy: {report:?}");
+    assert_eq!(report.decisions, reference.decisions, "{report:?}");
+    let left: Vec<&convdex::FileReport> = report.files.iter().filter(|f| f.outcome == FileOutcome::LeftOut).collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].path, short_dir.join(name));
+    assert!(left[0].reason.as_deref().is_some_and(|r| r.contains("second copy")), "{left:?}");
+}

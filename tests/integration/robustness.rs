@@ -152,19 +152,19 @@ fn bad_arguments_are_clear_errors_that_create_nothing() {
     cli.ok(&["index", "examples/sample/projects"]);
     for limit in ["18446744073709551615", "99999999999", "1001"] {
         let out = cli.run(&["search", "token", "--limit", limit]);
-        assert_eq!(out.status.code(), Some(1), "--limit {limit}");
+        assert_eq!(out.status.code(), Some(2), "--limit {limit}: a usage error");
         assert!(stderr(&out).contains("maximum of 1000"), "{}", stderr(&out));
     }
     let huge = "word ".repeat(20_000);
     let out = cli.run(&["search", &huge]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("bytes, over the maximum"), "{}", stderr(&out));
     let before = std::fs::read_dir(cli.data.path()).unwrap().count();
     let out = cli.run(&["import", "/etc/passwd"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("nothing to import"), "{}", stderr(&out));
     let out = cli.run(&["index", "/etc/passwd"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a file that is no transcript: a usage error");
     assert!(stderr(&out).contains("not a Claude Code transcript"), "{}", stderr(&out));
     assert_eq!(std::fs::read_dir(cli.data.path()).unwrap().count(), before, "no collection created");
     let file = cli.data.path().join("a-file");
@@ -175,7 +175,7 @@ fn bad_arguments_are_clear_errors_that_create_nothing() {
         .env("CONVDEX_CONFIG", "/nonexistent")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a data directory that is a file: a usage error");
     assert!(stderr(&out).contains("is a file, not a directory"), "{}", stderr(&out));
 }
 

@@ -327,7 +327,7 @@ impl Server {
         blocking(move || {
             let found = index.latest_handoff(p.project.as_deref())?;
             let Some((_, brief)) = found.found else {
-                anyhow::bail!("no indexed session to hand off; run the `index` tool first");
+                anyhow::bail!("no session summary to hand off: run the `index` tool first (a session whose transcript holds no request of the person's has no summary)");
             };
             Ok(with_notes(brief, &notes(&found.skipped)))
         })

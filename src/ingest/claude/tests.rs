@@ -138,3 +138,23 @@ fn answers_to_the_assistants_questions_are_user_messages() {
         ]
     );
 }
+
+#[test]
+fn a_line_with_bytes_that_are_not_utf8_keeps_its_message() {
+    let good = line(
+        serde_json::json!({"type":"user","uuid":"u1","sessionId":"S","cwd":"/p","timestamp":"2025-01-01T00:00:00.000Z","message":{"role":"user","content":"把会话存到 Redis"}}),
+    );
+    // Three bytes of no character cut into the request, as a damaged copy holds them.
+    let at = good.find("Redis").unwrap();
+    let mut bytes = good.as_bytes()[..at].to_vec();
+    bytes.extend([0xff, 0xfe, 0xc3]);
+    bytes.extend(&good.as_bytes()[at..]);
+    // A line that is not JSON, whatever its bytes, is still skipped and reported.
+    bytes.extend(b"{\"type\":\"user\",\xff\n");
+    let p = parse(&bytes);
+    assert_eq!(p.messages.len(), 1, "{:?}", p.skipped);
+    assert_eq!(p.messages[0].text, "把会话存到 \u{fffd}\u{fffd}\u{fffd}Redis");
+    assert_eq!(p.skipped.len(), 1);
+    assert_eq!(p.skipped[0].line, 2);
+    assert!(p.skipped[0].reason.starts_with("malformed JSON"), "{:?}", p.skipped);
+}

@@ -168,7 +168,10 @@ pub fn discover(path: &Path, known: &[String]) -> Result<Discovered> {
         return Ok(Discovered { folders, unreadable: Vec::new() });
     }
     if !path.is_dir() {
-        return Err(Error::NotFound(format!("transcript path {}", path.display())));
+        return Err(Error::NotFound(format!(
+            "transcript path {} (give a folder of project folders such as ~/.claude/projects, one project folder, or a .jsonl file; `convdex index` alone reads every agent's default place)",
+            path.display()
+        )));
     }
     let mut roots = walk::roots(path)?;
     roots.sort_by_key(|(_, agent)| *agent == Agent::Gemini);
