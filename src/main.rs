@@ -69,8 +69,8 @@ fn main() -> ExitCode {
             .map(String::as_str)
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or_default();
-        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
-            std::process::exit(0);
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(if cli::had_problems() { cli::EXIT_PROBLEMS.into() } else { 0 });
         }
         let in_storage = info.location().is_some_and(|l| l.file().contains("/redb-"));
         if !in_storage {
@@ -80,6 +80,7 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) if cli::had_problems() => ExitCode::from(cli::EXIT_PROBLEMS),
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if broken_pipe(&e) && cli::had_problems() => ExitCode::from(cli::EXIT_PROBLEMS),
         Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -93,22 +94,22 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }
 
-/// Whether the error is a call the command line can fix (exit code 2, as for an argument the
-/// parser refuses): an empty or too long query, a limit out of range, an inverted time range,
-/// an invalid argument.
+/// Whether the error is a value the command refuses ([`cli::Usage`]; exit code 2, as for an
+/// argument the parser refuses), or a query the library refused as such: empty or too long, a
+/// limit out of range, an inverted time range.
 fn usage(e: &anyhow::Error) -> bool {
     use convdex::Error as E;
     e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<E>(),
-            Some(
-                E::EmptyQuery
-                    | E::ZeroLimit
-                    | E::LimitTooLarge { .. }
-                    | E::QueryTooLong { .. }
-                    | E::InvertedTimeRange { .. }
-                    | E::InvalidArgument(_)
+        c.downcast_ref::<cli::Usage>().is_some()
+            || matches!(
+                c.downcast_ref::<E>(),
+                Some(
+                    E::EmptyQuery
+                        | E::ZeroLimit
+                        | E::LimitTooLarge { .. }
+                        | E::QueryTooLong { .. }
+                        | E::InvertedTimeRange { .. }
+                )
             )
-        )
     })
 }

@@ -42,6 +42,19 @@ static PROBLEMS: AtomicUsize = AtomicUsize::new(0);
 /// and usage errors (2).
 pub const EXIT_PROBLEMS: u8 = 3;
 
+/// A value the command refuses (a date it cannot read, a query the search refuses): the process
+/// exits 2, as for an argument the command-line parser refuses.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
 /// Prints `warning: <message>` to stderr and records a problem.
 pub fn problem(message: String) {
     eprintln!("warning: {message}");

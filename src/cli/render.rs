@@ -12,7 +12,7 @@ pub fn parse_time(s: &str, end_of_day: bool) -> anyhow::Result<DateTime<Utc>> {
         return Ok(t.to_utc());
     }
     let d = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
-        .map_err(|_| convdex::Error::InvalidArgument(format!("`{s}` is not a date; use YYYY-MM-DD or RFC 3339")))?;
+        .map_err(|_| super::Usage(format!("`{s}` is not a date; use YYYY-MM-DD or RFC 3339")))?;
     let t = if end_of_day { d.and_hms_milli_opt(23, 59, 59, 999) } else { d.and_hms_opt(0, 0, 0) };
     Ok(t.context("valid time")?.and_utc())
 }

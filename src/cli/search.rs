@@ -123,13 +123,22 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     let mut options = ctx.options()?;
     options.collection.exact_threshold = usize::MAX;
     let index = convdex::Index::open(&ctx.dir, options)?;
-    let mut a = a;
-    if let Some(prefix) = &a.session {
-        // What it could not read, the search below reports.
-        a.session = Some(index.find_session(prefix, a.project.as_deref())?.found.session);
-    }
     let asked = a.query(index.default_ranking())?;
-    let (found, answered) = super::warm::search(&index, a.project.as_deref(), &asked, a.sessions)?;
+    // A query the search refuses is a usage error (with `--sessions` the limit counts sessions).
+    asked.validate().map_err(|e| super::Usage(e.to_string()))?;
+    let (mut found, mut answered) = super::warm::search(&index, a.project.as_deref(), &asked, a.sessions)?;
+    // `--session` with a prefix of an id (as search prints it): nothing matches the prefix
+    // itself, so the session it names is asked again by its full id.
+    if found.found.is_empty()
+        && let Some(prefix) = &a.session
+    {
+        let full = index.find_session(prefix, a.project.as_deref())?.found.session;
+        if full != *prefix {
+            let mut again = asked.clone();
+            again.filter.sessions = vec![full];
+            (found, answered) = super::warm::search(&index, a.project.as_deref(), &again, a.sessions)?;
+        }
+    }
     // This process loaded the model because no helper runs: start one for the next search.
     if answered == Some(Answered::InProcess(None)) && a.mode != SearchMode::Lexical {
         super::warm::spawn(ctx);

@@ -48,8 +48,6 @@ pub fn search(
 ) -> convdex::Result<(Across<Vec<ProjectHit>>, Option<Answered>)> {
     let pooled;
     let query = if sessions {
-        // The limit counts sessions then; it is checked as a search's would be.
-        query.validate()?;
         pooled = convdex::pool_query(query);
         &pooled
     } else {

@@ -353,7 +353,7 @@ impl Index {
                 None => Vec::new(),
             };
             let mut rows = Vec::new();
-            // Tags are stored in lower case, as search's tag filters read them.
+            // Case aside, as search's tag filters read them.
             let tag = filter.tag.as_deref().map(str::to_lowercase);
             let all = c.documents_of_kind(DocKind::Decision)?;
             let all = match filter.as_of {
@@ -365,7 +365,7 @@ impl Index {
                 let keep = (filter.all || fields.status == DecisionStatus::Active)
                     && (forms.is_empty() || d.files_discussed.iter().any(|x| forms.contains(&x.path)))
                     && filter.since.is_none_or(|s| d.timestamp >= s)
-                    && tag.as_deref().is_none_or(|t| d.tags.iter().any(|x| x == t));
+                    && tag.as_deref().is_none_or(|t| d.tags.iter().any(|x| x.to_lowercase() == t));
                 if keep {
                     rows.push((info.project.clone(), d));
                 }

@@ -9,9 +9,11 @@ use crate::ingest::layout::{Agent, ProjectFolder, Subagent};
 /// Keeps one copy of each file and each session: a file found under two paths given (a home
 /// directory and a history inside it) is read once, and a session found in two project
 /// folders of one agent (a backup that kept it under two names) is indexed once, in the folder
-/// that holds its main transcript (the longest, when several do: a copy that stopped earlier
-/// holds less of the session; else the first), with the sub-agents of every copy; the other
-/// copy's files are reported as left out.
+/// that holds its main transcript (the longest, main transcript and parts, when several do: a
+/// copy that stopped earlier holds less of the session; else the first), with the sub-agents
+/// of every copy; the other copy's files are reported as left out. A shorter copy that later
+/// grows past the other is then indexed in its own folder's project too (the session is stored
+/// in both; nothing is lost).
 pub(super) fn one_copy_each(folders: &mut [ProjectFolder], report: &mut IndexReport) {
     use std::collections::{HashMap, HashSet};
     let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
@@ -22,10 +24,11 @@ pub(super) fn one_copy_each(folders: &mut [ProjectFolder], report: &mut IndexRep
     // with the most of it.
     let mut order: Vec<(usize, usize)> =
         folders.iter().enumerate().flat_map(|(f, folder)| (0..folder.sessions.len()).map(move |s| (f, s))).collect();
-    let length = |m: &Option<PathBuf>| m.as_ref().and_then(|m| std::fs::metadata(m).ok()).map_or(0, |m| m.len());
+    let length = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
     order.sort_by_cached_key(|&(f, s)| {
-        let main = &folders[f].sessions[s].main;
-        (main.is_none(), std::cmp::Reverse(length(main)), f, s)
+        let session = &folders[f].sessions[s];
+        let held: u64 = session.main.iter().chain(&session.parts).map(|p| length(p)).sum();
+        (session.main.is_none(), std::cmp::Reverse(held), f, s)
     });
     let mut moved: Vec<((usize, usize), Vec<Subagent>)> = Vec::new();
     let mut emptied: Vec<(usize, usize)> = Vec::new();
