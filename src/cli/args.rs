@@ -55,6 +55,12 @@ pub enum Command {
     Index(IndexArgs),
     /// Import structured conversations (Slack, Discord, WhatsApp, …) from a JSON file: one
     /// document, an array, or JSON Lines. Bad documents are reported and skipped.
+    ///
+    /// Each document: {"id": "standup-1", "conversation": {"source": "slack", "people": ["ana",
+    /// "bo"], "user": "ana", "conversation": [{"speaker": "ana", "content": "…", "time":
+    /// "2026-10-20T09:00:00Z"}]}, "tags": [], "metadata": {}}; tags and metadata are optional,
+    /// every speaker and the user are among the people, times are RFC 3339. `convdex export`
+    /// writes another format, for other tools to read: it is not an input of `import`.
     Import(ImportArgs),
     /// Search by words and meaning across projects.
     Search(SearchArgs),
