@@ -70,7 +70,7 @@ fn main() -> ExitCode {
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or_default();
         if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(if cli::had_problems() { cli::EXIT_PROBLEMS.into() } else { 0 });
+            std::process::exit(finished().into());
         }
         let in_storage = info.location().is_some_and(|l| l.file().contains("/redb-"));
         if !in_storage {
@@ -78,15 +78,19 @@ fn main() -> ExitCode {
         }
     }));
     match run(Cli::parse()) {
-        Ok(()) if cli::had_problems() => ExitCode::from(cli::EXIT_PROBLEMS),
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if broken_pipe(&e) && cli::had_problems() => ExitCode::from(cli::EXIT_PROBLEMS),
-        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(e) if !broken_pipe(&e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(if usage(&e) { 2 } else { 1 })
         }
+        // Done, or stopped by a reader that had read enough.
+        _ => ExitCode::from(finished()),
     }
+}
+
+/// The exit code of a command that finished: 0, or [`cli::EXIT_PROBLEMS`] when it reported
+/// problems.
+fn finished() -> u8 {
+    if cli::had_problems() { cli::EXIT_PROBLEMS } else { 0 }
 }
 
 /// Whether the error is the closed pipe of a reader that stopped early.

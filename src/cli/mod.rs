@@ -44,16 +44,9 @@ pub const EXIT_PROBLEMS: u8 = 3;
 
 /// A value the command refuses (a date it cannot read, a query the search refuses): the process
 /// exits 2, as for an argument the command-line parser refuses.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct Usage(pub String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
 
 /// Prints `warning: <message>` to stderr and records a problem.
 pub fn problem(message: String) {

@@ -420,8 +420,10 @@ mod tests {
     }
 
     /// A collection written before the person's decisions settled turns (ranking rows of
-    /// version 3, the agent's closing messages marked) gets them settled on its next open: the
-    /// person's message a decision came from takes the mark of the agent's message it answered.
+    /// version 3, the agent's closing messages marked) or before the deciding messages were
+    /// marked (version 4) gets both on its next open: the person's message a decision came from
+    /// takes the mark of the agent's message it overruled, and every message a stored decision
+    /// came from is marked as deciding.
     #[test]
     fn an_older_collection_gets_its_settled_turns_and_deciding_messages_on_open() {
         for version in [3, 4] {

@@ -440,44 +440,40 @@ const RANKING: redb::TableDefinition<'_, u64, &[u8]> = redb::TableDefinition::ne
 type Tables = BTreeMap<PathBuf, [Vec<(u64, Vec<u8>)>; 2]>;
 
 fn tables(data: &Path) -> Tables {
-    use redb::{ReadableDatabase, ReadableTable};
+    use redb::ReadableDatabase;
     stores(data)
         .into_iter()
         .map(|rel| {
             let db = redb::Database::open(data.join(&rel)).unwrap();
             let tx = db.begin_read().unwrap();
-            let rows = |t: redb::ReadOnlyTable<u64, &[u8]>| {
-                t.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value(), v.value().to_vec())).collect()
-            };
-            let both = [rows(tx.open_table(DOCS).unwrap()), rows(tx.open_table(RANKING).unwrap())];
-            (rel, both)
+            (rel, [rows(&tx.open_table(DOCS).unwrap()), rows(&tx.open_table(RANKING).unwrap())])
         })
         .collect()
+}
+
+/// Every row of a table of documents' records or ranking rows, in id order.
+fn rows(table: &impl redb::ReadableTable<u64, &'static [u8]>) -> Vec<(u64, Vec<u8>)> {
+    table.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value(), v.value().to_vec())).collect()
 }
 
 /// Makes the collections under `data` look written by the build before the deciding messages
 /// were marked: document records of version 3 (without the last byte, `decides`) and ranking
 /// rows of version 4 (60 bytes). Returns how many messages were marked as deciding.
 fn make_older(data: &Path) -> usize {
-    use redb::ReadableTable;
     let mut deciding = 0;
     for rel in stores(data) {
         let db = redb::Database::open(data.join(rel)).unwrap();
         let tx = db.begin_write().unwrap();
         {
             let mut docs = tx.open_table(DOCS).unwrap();
-            let records: Vec<(u64, Vec<u8>)> =
-                docs.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value(), v.value().to_vec())).collect();
-            for (id, mut record) in records {
+            for (id, mut record) in rows(&docs) {
                 assert_eq!(record[0], 4, "a current record");
                 deciding += usize::from(record.pop() == Some(1));
                 record[0] = 3;
                 docs.insert(id, record.as_slice()).unwrap();
             }
             let mut ranking = tx.open_table(RANKING).unwrap();
-            let rows: Vec<(u64, Vec<u8>)> =
-                ranking.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value(), v.value().to_vec())).collect();
-            for (id, mut row) in rows {
+            for (id, mut row) in rows(&ranking) {
                 row.truncate(60);
                 row[0] = 4;
                 ranking.insert(id, row.as_slice()).unwrap();
