@@ -17,6 +17,10 @@ use std::path::PathBuf;
 use convdex::{DocBody, Index, IndexOptions, Options, Query, SearchMode};
 use serde_json::Value;
 
+#[path = "support/labels.rs"]
+mod labels;
+use labels::same_message;
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let value = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned();
@@ -47,7 +51,8 @@ fn main() -> anyhow::Result<()> {
         if index.collections()?.is_empty() {
             convdex::index_paths(&index, std::slice::from_ref(&transcript), &IndexOptions::default())?;
         }
-        let uuids = same_message(&transcript, q["uuids"].as_array().into_iter().flatten().filter_map(Value::as_str))?;
+        let labelled: Vec<&str> = q["uuids"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let uuids = same_message(&transcript, &labelled)?;
         let mut query = Query::new(field("query"));
         query.mode = Some(SearchMode::Hybrid);
         query.ranking = index.default_ranking();
@@ -134,26 +139,4 @@ fn main() -> anyhow::Result<()> {
         println!("| {split} | {kind} | {n} | {first} |");
     }
     Ok(())
-}
-
-/// The labelled uuids and every other line's of the same model message: Claude Code writes one
-/// reply in several lines (its thinking, its text, each tool call), and convdex keeps them as one
-/// message under the first line's uuid.
-fn same_message<'a>(
-    transcript: &std::path::Path,
-    labelled: impl Iterator<Item = &'a str>,
-) -> anyhow::Result<Vec<String>> {
-    let labelled: Vec<&str> = labelled.collect();
-    let lines: Vec<Value> =
-        std::fs::read_to_string(transcript)?.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let id_of = |v: &Value| v["message"]["id"].as_str().map(str::to_string);
-    let ids: Vec<String> =
-        lines.iter().filter(|v| labelled.contains(&v["uuid"].as_str().unwrap_or_default())).filter_map(id_of).collect();
-    let mut out: Vec<String> = labelled.iter().map(|u| u.to_string()).collect();
-    for v in &lines {
-        if id_of(v).is_some_and(|id| ids.contains(&id)) {
-            out.extend(v["uuid"].as_str().map(str::to_string));
-        }
-    }
-    Ok(out)
 }

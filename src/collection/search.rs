@@ -323,7 +323,11 @@ impl Collection {
         let selectivity = if total == 0 { 0.0 } else { candidates as f32 / total as f32 };
         let unembedded = tx.open_table(crate::store::tables::PENDING)?.len()? as usize;
         let mut plan = Plan { path: PlanPath::Lexical, mode, candidates, total, selectivity, unembedded };
-        let mut pool = Pool { model: self.embedder().model_id().to_string(), ..Pool::default() };
+        let mut pool = Pool {
+            model: self.embedder().model_id().to_string(),
+            admitted: (cands.is_some() && query.filter.locates()).then_some(f64::from(selectivity)),
+            ..Pool::default()
+        };
         if candidates == 0 {
             return Ok((pool, plan, Snapshot { docs }));
         }

@@ -35,7 +35,7 @@ use crate::lexical::tokenize::LexicalScale;
 use crate::search::fields::RankFields;
 use crate::search::mode::SearchMode;
 use crate::search::ranking::{Context, Fusion, Ranking, Recency, Signals};
-use crate::search::tuned::{Curves, relevance, typical_background};
+use crate::search::tuned::{Chosen, Curves, relevance, typical_background};
 
 /// How many documents each side (semantic, lexical) of each collection contributes to the
 /// pool, whatever the `limit` (unless `limit` is larger): the first `k` hits are the same for
@@ -121,6 +121,10 @@ pub(crate) struct Pool {
     pub(crate) background: Background,
     /// How the query's BM25 scores calibrate (zero when lexical search did not run).
     pub(crate) lexical: LexicalScale,
+    /// The share of the collection's documents a filter that locates the answer let through (a
+    /// file, a directory, a session: [`crate::Filter`]'s `locates`); `None` otherwise (the
+    /// relevance reads how much such a filter narrowed what a hit was chosen from).
+    pub(crate) admitted: Option<f64>,
 }
 
 /// A ranked candidate: which pool it came from, the candidate, its final score, its relevance
@@ -152,13 +156,18 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
             backgrounds.push(Background::typical(mean, sd, ranking.background_prior));
         }
     }
-    // How many vectors each pool's hits were chosen from: the sampled collections of its model
-    // (the relevance reads it; 1,000, where the size term is 0, when nothing was sampled).
-    let mut searched: HashMap<&str, f64> = HashMap::new();
+    // How many vectors each pool's hits were chosen from: the sampled collections of its model,
+    // and of their vectors those the filter let through (the relevance reads both; 1,000, where
+    // the size term is 0, when nothing was sampled).
+    let mut searched: HashMap<&str, Chosen> = HashMap::new();
     for p in pools.iter().filter(|p| p.background.n > 0.0) {
-        *searched.entry(p.model.as_str()).or_insert(0.0) += p.background.weight.max(1.0);
+        let vectors = p.background.weight.max(1.0);
+        let chosen = searched.entry(p.model.as_str()).or_insert(Chosen { vectors: 0.0, admitted: 0.0 });
+        chosen.vectors += vectors;
+        chosen.admitted += vectors * p.admitted.map_or(1.0, |share| share.clamp(0.0, 1.0));
     }
-    let vectors: Vec<f64> = pools.iter().map(|p| searched.get(p.model.as_str()).copied().unwrap_or(1000.0)).collect();
+    let vectors: Vec<Chosen> =
+        pools.iter().map(|p| searched.get(p.model.as_str()).copied().unwrap_or(Chosen::all(1000.0))).collect();
     let calibration: HashMap<String, (f32, f32)> =
         by_model.into_iter().map(|(m, b)| (m.to_string(), Background::mixture(&b).unwrap_or((0.0, 1.0)))).collect();
     let curves: Vec<Curves> = pools.iter().map(|p| Curves::for_model(&p.model)).collect();

@@ -73,6 +73,14 @@ impl Filter {
         self.clauses(None).is_empty()
     }
 
+    /// Whether the filter says where the answer lies: a file, a directory or a session. The
+    /// relevance of such a search reads how much it narrowed the candidates (measured on file-
+    /// and session-filtered questions; docs/ranking.md, «Relevance under a filter»); the other
+    /// filters (type, tag, domain, agent, time) leave it as an unfiltered search's.
+    pub(crate) fn locates(&self) -> bool {
+        !self.files.is_empty() || self.file_prefix.is_some() || !self.sessions.is_empty()
+    }
+
     /// Checks the filter; the error says what to fix.
     pub fn validate(&self) -> Result<()> {
         if let (Some(s), Some(u)) = (self.since, self.until)

@@ -47,12 +47,31 @@ impl Tuned {
 
 /// How a model's scores read as relevance (see [`relevance`]): a logistic `(a, b, c)` for each
 /// of the two modes whose scores depend on the model (`c` weighs how many vectors the hit was
-/// chosen from), and the lexical weight the hybrid curve was fitted at.
+/// chosen from), the lexical weight the hybrid curve was fitted at, and how much a filter that
+/// narrowed the candidates lifts the hybrid reading (`narrowed`, per unit of
+/// `ln(vectors / admitted)`; 0 where it was not fitted).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Curves {
     semantic: (f32, f32, f32),
     hybrid: (f32, f32, f32),
     lexical_weight: f32,
+    narrowed: f32,
+}
+
+/// How many vectors a hit was chosen from ([`relevance`]): those of the searched collections
+/// that hold any candidate, and, of them, the share a filter let through (the same when
+/// nothing was filtered).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Chosen {
+    pub(crate) vectors: f64,
+    pub(crate) admitted: f64,
+}
+
+impl Chosen {
+    /// Chosen from `vectors`, none filtered out.
+    pub(crate) fn all(vectors: f64) -> Chosen {
+        Chosen { vectors, admitted: vectors }
+    }
 }
 
 impl Curves {
@@ -66,17 +85,29 @@ impl Curves {
             // 2026-11-28, multilingual-e5-small q4, λ 3, context 0.7 / 0.4, background prior
             // 256, question 1: the large histories and single sessions of the development
             // halves pooled.
-            Tuned::E5 => {
-                Curves { semantic: (1.163, -6.182, -0.245), hybrid: (0.301, -5.181, -0.113), lexical_weight: 3.0 }
-            }
+            // `narrowed`: 2026-12-01, the same curves' file- and session-filtered questions of
+            // fresh-dev pooled (`examples/filtered.rs`; docs/ranking.md, «Relevance under a
+            // filter»).
+            Tuned::E5 => Curves {
+                semantic: (1.163, -6.182, -0.245),
+                hybrid: (0.301, -5.181, -0.113),
+                lexical_weight: 3.0,
+                narrowed: NARROWED_E5,
+            },
             // 2026-11-26 (afternoon), λ 8 with each model's context; not refitted with the
             // size of the history (c = 0: read as on the large histories they were fitted on).
-            Tuned::MiniLm => {
-                Curves { semantic: (0.807, -6.036, 0.0), hybrid: (0.104, -3.958, 0.0), lexical_weight: 8.0 }
-            }
-            Tuned::Potion => {
-                Curves { semantic: (0.773, -5.886, 0.0), hybrid: (0.155, -4.112, 0.0), lexical_weight: 8.0 }
-            }
+            Tuned::MiniLm => Curves {
+                semantic: (0.807, -6.036, 0.0),
+                hybrid: (0.104, -3.958, 0.0),
+                lexical_weight: 8.0,
+                narrowed: 0.0,
+            },
+            Tuned::Potion => Curves {
+                semantic: (0.773, -5.886, 0.0),
+                hybrid: (0.155, -4.112, 0.0),
+                lexical_weight: 8.0,
+                narrowed: 0.0,
+            },
         }
     }
 }
@@ -93,35 +124,47 @@ pub(crate) fn typical_background(model: &str) -> Option<(f32, f32)> {
     }
 }
 
+/// e5's hybrid lift per unit of `ln(vectors / admitted)` when a filter narrowed the candidates
+/// ([`Curves`]): a person who filters by a file or a session says the answer is among the
+/// documents let through, so each of them is likelier the answer than a document of the whole
+/// history with the same score.
+const NARROWED_E5: f32 = 0.649;
+
 // Lexical scores do not depend on the model (fitted 2026-11-23 and kept: the prompt hook's
 // threshold reads it).
 // No size term (c = 0).
 const RELEVANCE_LEXICAL: (f32, f32, f32) = (1.575, -1.978, 0.0);
 
-/// The readable relevance of a hit, 0–100: `100 / (1 + e^−(a·s + b + c·ln(n / 1000)))`, with
-/// `a`, `b` and `c` fitted per model and mode on the development halves of the evaluation sets
-/// (large histories and single sessions pooled), `n` the vectors the hit was chosen from (the
-/// searched collections of its model: a hit that stands out among twenty messages is more
-/// likely the answer than one with the same score among ten thousand), so that among hits
-/// shown with relevance around `r`, roughly `r`% were an answer to the question on the
-/// held-out halves (docs/ranking.md, «How results are ranked»). `s` is what the curve was
-/// fitted on: the semantic z or the lexical share, and for hybrid search
-/// `z + λ · share + context` (less what asking lost, [`Signals::asked`]) with the λ of the
-/// model's curve, whatever fusion ordered the hits
-/// (blend and RRF scores are relative to their pool; another lexical weight would read
-/// differently). Recency reorders hits without changing their relevance.
-pub(crate) fn relevance(mode: SearchMode, curves: &Curves, signals: &Signals, vectors: f64) -> u8 {
+/// The readable relevance of a hit, 0–100: `100 / (1 + e^−(a·s + b + c·ln(n / 1000) + f·ln(n /
+/// m)))`, with `a`, `b` and `c` fitted per model and mode on the development halves of the
+/// evaluation sets (large histories and single sessions pooled), `n` the vectors the hit was
+/// chosen from (the searched collections of its model that hold a candidate: a hit that stands
+/// out among twenty messages is more likely the answer than one with the same score among ten
+/// thousand), and `f` (hybrid only, [`Curves`]) fitted on filtered questions, `m` the vectors
+/// of the documents the filter let through (`m = n` without a filter, so the term is 0), so
+/// that among hits shown with relevance around `r`, roughly `r`% were an answer to the question
+/// on the held-out halves (docs/ranking.md, «How results are ranked» and «Relevance under a
+/// filter»). `s` is what the curve was fitted on: the semantic z or the lexical share, and for
+/// hybrid search `z + λ · share + context` (less what asking lost, [`Signals::asked`]) with the
+/// λ of the model's curve, whatever fusion ordered the hits (blend and RRF scores are relative
+/// to their pool; another lexical weight would read differently). Recency reorders hits without
+/// changing their relevance.
+pub(crate) fn relevance(mode: SearchMode, curves: &Curves, signals: &Signals, chosen: Chosen) -> u8 {
     let z = signals.semantic_z.unwrap_or(0.0);
     let share = signals.lexical_share.unwrap_or(0.0);
-    let ((a, b, c), s) = match mode {
-        SearchMode::Semantic => (curves.semantic, z),
-        SearchMode::Lexical => (RELEVANCE_LEXICAL, share),
-        SearchMode::Hybrid => {
-            (curves.hybrid, z + curves.lexical_weight * share + signals.context + signals.asked + signals.answers)
-        }
+    let ((a, b, c), s, f) = match mode {
+        SearchMode::Semantic => (curves.semantic, z, 0.0),
+        SearchMode::Lexical => (RELEVANCE_LEXICAL, share, 0.0),
+        SearchMode::Hybrid => (
+            curves.hybrid,
+            z + curves.lexical_weight * share + signals.context + signals.asked + signals.answers,
+            curves.narrowed,
+        ),
     };
-    let size = (vectors.max(1.0) / 1000.0).ln() as f32;
-    let p = 1.0 / (1.0 + (-(a * s + b + c * size)).exp());
+    let vectors = chosen.vectors.max(1.0);
+    let size = (vectors / 1000.0).ln() as f32;
+    let narrowed = (vectors / chosen.admitted.clamp(1.0, vectors)).ln() as f32;
+    let p = 1.0 / (1.0 + (-(a * s + b + c * size + f * narrowed)).exp());
     (100.0 * p).round().clamp(0.0, 100.0) as u8
 }
 
@@ -142,7 +185,7 @@ mod tests {
                             SearchMode::Lexical => Signals { lexical_share: Some(x), ..Default::default() },
                             _ => Signals { semantic_z: Some(x), ..Default::default() },
                         };
-                        relevance(mode, &curves, &s, 1000.0)
+                        relevance(mode, &curves, &s, Chosen::all(1000.0))
                     })
                     .collect();
                 assert!(values.windows(2).all(|w| w[0] <= w[1]), "{model} {mode:?}: {values:?}");

@@ -286,6 +286,23 @@ impl TeamStore {
         let How { q, question, by_words, model, want } = *how;
         let (d, literals) = (docs_table(&a.tenant, &a.project), &a.literals);
         let whose = format!("{}/{}", a.tenant, a.project);
+        // As locally: a project the filter leaves nothing of contributes nothing (nor its
+        // vectors to what the hits were chosen from), and a filter that locates the answer (a
+        // file, a directory, a session) tells the relevance how much it narrowed.
+        let mut admitted = None;
+        if !q.filter.is_empty() {
+            let (filters, params) = q.clauses(1, a.root.as_deref());
+            let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+            let sql = format!("SELECT count(*) FILTER (WHERE {filters}), count(*) FROM {d} d");
+            let (passed, total): (i64, i64) = self.read(|c| {
+                let r = c.query_one(&sql, &refs)?;
+                Ok((r.get(0), r.get(1)))
+            })?;
+            if passed == 0 {
+                return Ok((Pool { model: model.to_string(), ..Pool::default() }, Vec::new()));
+            }
+            admitted = q.filter.locates().then(|| passed as f64 / total.max(1) as f64);
+        }
         let mut docs: HashMap<Uuid, Document> = HashMap::new();
         // By meaning: up to `want` new documents per vector, nearest first.
         let vt = vectors_table(&a.tenant, &a.project, model);
@@ -428,7 +445,7 @@ impl TeamStore {
             })
             .collect();
         let scale = corpus.as_ref().map_or_else(LexicalScale::default, |c| question.in_corpus(c).scale());
-        Ok((Pool { candidates, model: model.to_string(), background, lexical: scale }, docs))
+        Ok((Pool { candidates, model: model.to_string(), background, lexical: scale, admitted }, docs))
     }
 }
 

@@ -482,6 +482,38 @@ fn one_api_matrix_over_both_stores() {
         }
     }
 
+    // A filter that says where the answer lies (here a session, whose candidates keep their
+    // neighbours: a file filter's lose them, and their context lift with them) reads its hits
+    // higher than the same documents read in the unfiltered search, in both stores alike
+    // (docs/ranking.md, «Relevance under a filter»); the team store counts what the filter
+    // lets through as the embedded store does.
+    {
+        let (name, filter) = ("one session", Filter { sessions: vec![session.clone()], ..f() });
+        let ask = |filter: &Filter| {
+            let mut q = Query::new(decision.content.clone());
+            q.filter = filter.clone();
+            q.mode = Some(SearchMode::Hybrid);
+            q.limit = 1000;
+            q
+        };
+        let local = |q: &Query| -> Vec<(uuid::Uuid, u8)> {
+            coll.query(q).unwrap().hits.iter().map(|h| (h.doc.id, h.relevance)).collect()
+        };
+        let team = |q: &Query| -> Vec<(uuid::Uuid, u8)> {
+            let found = store.search(&TeamQuery::of(q), Some(embedder.as_ref()), &glossary).unwrap();
+            found.iter().map(|h| (h.doc.id, h.relevance)).collect()
+        };
+        for (which, search) in [("embedded", &local as &dyn Fn(&Query) -> Vec<(uuid::Uuid, u8)>), ("team", &team)] {
+            let (narrowed, whole) = (search(&ask(&filter)), search(&ask(&f())));
+            let (first, read) = narrowed[0];
+            let before = whole.iter().find(|(id, _)| *id == first).map(|x| x.1);
+            assert!(
+                before.is_some_and(|b| read > b),
+                "{name}: the {which} store reads its first hit {read} under the filter, {before:?} without"
+            );
+        }
+    }
+
     // What the local index requires by words (a path, whose parts must stand in order; a quoted
     // phrase), the team store requires too: by words, both find the same documents.
     let phrase = format!("\"{}\"", decision.content.split_whitespace().take(3).collect::<Vec<_>>().join(" "));

@@ -55,6 +55,7 @@ fn pool(candidates: Vec<Candidate>) -> Pool {
         model: "m".into(),
         background: background(),
         lexical: LexicalScale { reference: 10.0, required: 0.0 },
+        admitted: None,
     }
 }
 
@@ -171,6 +172,7 @@ fn scores_do_not_depend_on_the_other_candidates() {
             model: model.into(),
             background: near,
             lexical: LexicalScale { reference: 1.0, required: 0.0 },
+            admitted: None,
         };
         rank(vec![pool(vec![cand("a", 1, Some(0.5), None)]), near_pool], SearchMode::Semantic, &NO_CONTEXT, false)
     };
@@ -191,7 +193,13 @@ fn a_required_match_keeps_its_share_in_a_long_document() {
     let long = cand("a", 1, Some(0.1), Some(1.5));
     let short = cand("a", 2, Some(0.1), Some(9.0));
     let r = rank(
-        vec![Pool { candidates: vec![long, short], model: "m".into(), background: background(), lexical: scale }],
+        vec![Pool {
+            candidates: vec![long, short],
+            model: "m".into(),
+            background: background(),
+            lexical: scale,
+            admitted: None,
+        }],
         SearchMode::Lexical,
         &NO_CONTEXT,
         false,
@@ -387,8 +395,8 @@ fn relevance_reads_the_signals_with_the_pools_model() {
     // Each model reads with its own curves: MiniLM's hits with these signals answered less
     // often than e5's.
     let strong = Signals { semantic_z: Some(9.0), lexical_share: Some(1.0), ..Default::default() };
-    let e5 = relevance(SearchMode::Hybrid, &Curves::for_model("multilingual-e5-small"), &strong, 1000.0);
-    let mini = relevance(SearchMode::Hybrid, &Curves::for_model("all-minilm-l6-v2"), &strong, 1000.0);
+    let e5 = relevance(SearchMode::Hybrid, &Curves::for_model("multilingual-e5-small"), &strong, Chosen::all(1000.0));
+    let mini = relevance(SearchMode::Hybrid, &Curves::for_model("all-minilm-l6-v2"), &strong, Chosen::all(1000.0));
     assert!(mini < e5, "MiniLM {mini}, e5 {e5}");
     // Two pools of two models in one search (a collection mid-migration): each hit reads
     // with its own pool's model (the test's backgrounds are not a real model's: no prior).
@@ -421,6 +429,7 @@ fn a_small_history_is_not_its_own_yardstick() {
             model: model.into(),
             background: own,
             lexical: LexicalScale { reference: 1.0, required: 0.0 },
+            admitted: None,
         };
         rank(vec![p], SearchMode::Semantic, &Ranking { background_prior: prior, ..NO_CONTEXT }, false)
     };
@@ -447,12 +456,46 @@ fn the_same_score_reads_higher_among_fewer_vectors() {
     let curves = Curves::for_model("multilingual-e5-small");
     let s = Signals { semantic_z: Some(8.0), lexical_share: Some(0.5), ..Default::default() };
     for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
-        let read = |n: f64| relevance(mode, &curves, &s, n);
+        let read = |n: f64| relevance(mode, &curves, &s, Chosen::all(n));
         assert!(read(20.0) > read(1_000.0) && read(1_000.0) > read(100_000.0), "{mode:?}");
     }
     // Lexical relevance does not depend on the size (the prompt hook's bar reads it).
-    let read = |n: f64| relevance(SearchMode::Lexical, &curves, &s, n);
+    let read = |n: f64| relevance(SearchMode::Lexical, &curves, &s, Chosen::all(n));
     assert_eq!(read(20.0), read(100_000.0));
+}
+
+#[test]
+fn a_filter_that_narrows_the_candidates_reads_its_hits_higher() {
+    // The same candidates in a collection of 1,000 vectors, searched whole and with a filter
+    // that let a twentieth of its documents through (a file, a session): the order is the
+    // same, the relevance of the filtered search reads higher (e5's hybrid curve), and a pool
+    // that let everything through reads as one with no filter.
+    let model = "multilingual-e5-small";
+    let search = |admitted: Option<f64>, mode: SearchMode| {
+        let p = Pool {
+            model: model.into(),
+            admitted,
+            ..pool(vec![cand("s", 1, Some(0.62), Some(6.0)), cand("s", 2, Some(0.55), None)])
+        };
+        rank(vec![p], mode, &Ranking { background_prior: 0.0, ..NO_CONTEXT }, false)
+    };
+    let read = |r: &[Ranked]| r.iter().map(|h| h.relevance).collect::<Vec<_>>();
+    let (whole, narrowed) = (search(None, SearchMode::Hybrid), search(Some(0.05), SearchMode::Hybrid));
+    assert_eq!(order(&whole), order(&narrowed));
+    assert!(read(&whole).iter().zip(read(&narrowed)).all(|(w, n)| n > *w), "{:?} {:?}", read(&whole), read(&narrowed));
+    assert_eq!(read(&search(Some(1.0), SearchMode::Hybrid)), read(&whole));
+    // Fitted for hybrid search only: semantic and lexical readings do not move.
+    for mode in [SearchMode::Semantic, SearchMode::Lexical] {
+        assert_eq!(read(&search(Some(0.05), mode)), read(&search(None, mode)), "{mode:?}");
+    }
+    // A model whose lift was not fitted reads a filtered search as a whole one.
+    let curves = Curves::for_model("all-minilm-l6-v2");
+    let s = Signals { semantic_z: Some(8.0), lexical_share: Some(0.5), ..Default::default() };
+    let narrowed = Chosen { vectors: 1000.0, admitted: 50.0 };
+    assert_eq!(
+        relevance(SearchMode::Hybrid, &curves, &s, narrowed),
+        relevance(SearchMode::Hybrid, &curves, &s, Chosen::all(1000.0))
+    );
 }
 
 #[test]
