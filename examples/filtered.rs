@@ -53,8 +53,11 @@ fn main() -> anyhow::Result<()> {
     }
     let questions = load(&root, &shared)?;
     // Each collection's vectors, for the size of what a search chose from.
-    let vectors: HashMap<String, usize> =
-        index.each(None, |info, c| Ok((info.project.clone(), c.stats()?.chunks)))?.found.into_iter().collect();
+    let vectors: HashMap<(String, String), usize> = index
+        .each(None, |info, c| Ok(((info.tenant.clone(), info.project.clone()), c.stats()?.chunks)))?
+        .found
+        .into_iter()
+        .collect();
     let mut dump = value("--dump").map(std::fs::File::create).transpose()?;
     // (set, split) → (questions, first hit an answer, an answer in the first five)
     let mut tally: BTreeMap<(&str, String), (usize, usize, usize)> = BTreeMap::new();
@@ -78,12 +81,13 @@ fn main() -> anyhow::Result<()> {
         pts.extend(hits.iter().zip(&answered).map(|(h, a)| (h.hit.relevance, *a)));
         if let Some(f) = dump.as_mut() {
             // What the filter let through in each collection (by words alone: no model): its
-            // vectors, its documents and those the filter admits.
+            // vectors, its documents and those the filter admits (a collection it admits none
+            // of counts for nothing in the relevance; the filters here are all locating ones).
             let collections: Vec<Value> = index
                 .each(None, |info, c| {
                     let search = c.search(&q.query).filter(q.filter.clone()).mode(SearchMode::Lexical).limit(1);
                     let plan = search.run()?.plan;
-                    let vectors = vectors.get(&info.project).copied().unwrap_or(0);
+                    let vectors = vectors.get(&(info.tenant.clone(), info.project.clone())).copied().unwrap_or(0);
                     Ok(json!({"vectors": vectors, "documents": plan.total, "admitted": plan.candidates}))
                 })?
                 .found;

@@ -323,13 +323,20 @@ impl Collection {
         let selectivity = if total == 0 { 0.0 } else { candidates as f32 / total as f32 };
         let unembedded = tx.open_table(crate::store::tables::PENDING)?.len()? as usize;
         let mut plan = Plan { path: PlanPath::Lexical, mode, candidates, total, selectivity, unembedded };
-        let mut pool = Pool {
-            model: self.embedder().model_id().to_string(),
-            admitted: (cands.is_some() && query.filter.locates()).then_some(f64::from(selectivity)),
-            ..Pool::default()
-        };
+        let mut pool = Pool { model: self.embedder().model_id().to_string(), ..Pool::default() };
         if candidates == 0 {
             return Ok((pool, plan, Snapshot { docs }));
+        }
+        // The share of documents the filter's files, directory and sessions let through (the
+        // relevance reads it; what else the filter holds does not count).
+        if query.filter.locates() {
+            let located = query.filter.locating();
+            let n = if located == query.filter {
+                candidates
+            } else {
+                crate::store::filter::candidates(&tx, &located.clauses(root.as_deref()))?.map_or(total, |s| s.len())
+            };
+            pool.admitted = Some(n as f64 / total.max(1) as f64);
         }
         // A fixed depth: the same candidates, hence the same order, whatever the limit.
         let want = query.limit.max(crate::search::POOL_DEPTH);

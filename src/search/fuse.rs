@@ -121,9 +121,9 @@ pub(crate) struct Pool {
     pub(crate) background: Background,
     /// How the query's BM25 scores calibrate (zero when lexical search did not run).
     pub(crate) lexical: LexicalScale,
-    /// The share of the collection's documents a filter that locates the answer let through (a
-    /// file, a directory, a session: [`crate::Filter`]'s `locates`); `None` otherwise (the
-    /// relevance reads how much such a filter narrowed what a hit was chosen from).
+    /// The share of the collection's documents that the part of the filter locating the answer
+    /// (its files, directory and sessions) let through; `None` when the filter has no such part
+    /// (the relevance reads how much it narrowed what a hit was chosen from).
     pub(crate) admitted: Option<f64>,
 }
 
@@ -157,8 +157,9 @@ pub(crate) fn rank(pools: Vec<Pool>, mode: SearchMode, ranking: &Ranking, asks_d
         }
     }
     // How many vectors each pool's hits were chosen from: the sampled collections of its model,
-    // and of their vectors those the filter let through (the relevance reads both; 1,000, where
-    // the size term is 0, when nothing was sampled).
+    // and of them the share of documents the filter's locating part let through, as vectors
+    // (each collection's share times its vectors; the relevance reads both; 1,000, where the
+    // size term is 0, when nothing was sampled).
     let mut searched: HashMap<&str, Chosen> = HashMap::new();
     for p in pools.iter().filter(|p| p.background.n > 0.0) {
         let vectors = p.background.weight.max(1.0);

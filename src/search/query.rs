@@ -81,6 +81,18 @@ impl Filter {
         !self.files.is_empty() || self.file_prefix.is_some() || !self.sessions.is_empty()
     }
 
+    /// The part of the filter that says where the answer lies ([`Filter::locates`]): its files,
+    /// directory and sessions, nothing else. A search reads how much this part narrowed the
+    /// candidates, whatever else the filter holds.
+    pub(crate) fn locating(&self) -> Filter {
+        Filter {
+            sessions: self.sessions.clone(),
+            files: self.files.clone(),
+            file_prefix: self.file_prefix.clone(),
+            ..Filter::default()
+        }
+    }
+
     /// Checks the filter; the error says what to fix.
     pub fn validate(&self) -> Result<()> {
         if let (Some(s), Some(u)) = (self.since, self.until)

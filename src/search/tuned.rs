@@ -59,8 +59,9 @@ pub(crate) struct Curves {
 }
 
 /// How many vectors a hit was chosen from ([`relevance`]): those of the searched collections
-/// that hold any candidate, and, of them, the share a filter let through (the same when
-/// nothing was filtered).
+/// that hold any candidate, and, of them, as many as the documents the filter's locating part
+/// let through stand for (each collection's share of documents times its vectors; the same
+/// when nothing was filtered).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Chosen {
     pub(crate) vectors: f64,
@@ -130,6 +131,11 @@ pub(crate) fn typical_background(model: &str) -> Option<(f32, f32)> {
 /// history with the same score.
 const NARROWED_E5: f32 = 0.649;
 
+/// The most narrowing [`relevance`] reads, `ln(n / m)`: the most the filtered questions it was
+/// fitted on saw (5.72, a file filter of fresh-dev). A filter that narrows further reads as if
+/// it narrowed this much: beyond it the lift would be a guess.
+const NARROWED_MAX: f64 = 5.7;
+
 // Lexical scores do not depend on the model (fitted 2026-11-23 and kept: the prompt hook's
 // threshold reads it).
 // No size term (c = 0).
@@ -140,8 +146,9 @@ const RELEVANCE_LEXICAL: (f32, f32, f32) = (1.575, -1.978, 0.0);
 /// evaluation sets (large histories and single sessions pooled), `n` the vectors the hit was
 /// chosen from (the searched collections of its model that hold a candidate: a hit that stands
 /// out among twenty messages is more likely the answer than one with the same score among ten
-/// thousand), and `f` (hybrid only, [`Curves`]) fitted on filtered questions, `m` the vectors
-/// of the documents the filter let through (`m = n` without a filter, so the term is 0), so
+/// thousand), and `f` (hybrid only, [`Curves`]) fitted on filtered questions, `m` as many
+/// vectors as the documents the filter's files, directory and sessions let through stand for
+/// (`m = n` without such a filter, so the term is 0; `ln(n / m)` read up to `NARROWED_MAX`), so
 /// that among hits shown with relevance around `r`, roughly `r`% were an answer to the question
 /// on the held-out halves (docs/ranking.md, «How results are ranked» and «Relevance under a
 /// filter»). `s` is what the curve was fitted on: the semantic z or the lexical share, and for
@@ -163,7 +170,7 @@ pub(crate) fn relevance(mode: SearchMode, curves: &Curves, signals: &Signals, ch
     };
     let vectors = chosen.vectors.max(1.0);
     let size = (vectors / 1000.0).ln() as f32;
-    let narrowed = (vectors / chosen.admitted.clamp(1.0, vectors)).ln() as f32;
+    let narrowed = (vectors / chosen.admitted.clamp(1.0, vectors)).ln().min(NARROWED_MAX) as f32;
     let p = 1.0 / (1.0 + (-(a * s + b + c * size + f * narrowed)).exp());
     (100.0 * p).round().clamp(0.0, 100.0) as u8
 }

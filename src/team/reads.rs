@@ -31,7 +31,7 @@ const COMMON_FLOOR: f32 = 2_000.0;
 
 /// How many rows the planner's statistics (refreshed by a push) say `table` holds; -1 when it
 /// has none yet.
-fn planned_rows(c: &mut postgres::Client, table: &str) -> std::result::Result<f64, postgres::Error> {
+pub(super) fn planned_rows(c: &mut postgres::Client, table: &str) -> std::result::Result<f64, postgres::Error> {
     let sql = "SELECT coalesce((SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass($1)), -1)";
     Ok(c.query_one(sql, &[&table])?.get(0))
 }

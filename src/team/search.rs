@@ -78,59 +78,60 @@ impl TeamQuery {
     /// The filter as SQL over the documents table `d`, numbered from `$first`: the fields of
     /// [`Filter`] with their local meaning. `root` is the project's folder, for files typed absolute.
     fn clauses(&self, first: usize, root: Option<&str>) -> (String, Vec<Box<dyn ToSql + Sync>>) {
-        let f = &self.filter;
-        let mut sql: Vec<String> = Vec::new();
-        let mut params: Vec<Box<dyn ToSql + Sync>> = Vec::new();
-        let mut add = |clause: &str, p: Box<dyn ToSql + Sync>| {
-            sql.push(clause.replace('?', &format!("${}", first + params.len())));
-            params.push(p);
-        };
-        if !f.kinds.is_empty() {
-            add("d.kind = ANY(?)", Box::new(f.kinds.iter().map(|k| k.as_str().to_string()).collect::<Vec<_>>()));
-        }
-        if !f.tags_any.is_empty() {
-            add("d.tags && ?", Box::new(f.tags_any.clone()));
-        }
-        if !f.tags_all.is_empty() {
-            add("d.tags @> ?", Box::new(f.tags_all.clone()));
-        }
-        if let Some(domain) = &f.domain {
-            add("d.domain = ?", Box::new(domain.clone()));
-        }
-        if !f.sessions.is_empty() {
-            add(
-                "EXISTS (SELECT 1 FROM unnest(?::text[]) s WHERE s <> '' AND starts_with(d.session_id, s))",
-                Box::new(f.sessions.clone()),
-            );
-        }
-        if !f.files.is_empty() {
-            let forms: Vec<String> = f.files.iter().flat_map(|p| paths::lookup_forms(p, root)).collect();
-            add("d.files && ?", Box::new(forms));
-        }
-        if let Some(prefix) = &f.file_prefix {
-            // A directory prefix keeps its `/` (`src/` must not match `srcx/`), as locally.
-            let dir = prefix.ends_with('/') || prefix.ends_with('\\');
-            let forms: Vec<String> = paths::lookup_forms(prefix, root)
-                .into_iter()
-                .map(|p| if dir && !p.is_empty() && !p.ends_with('/') { format!("{p}/") } else { p })
-                .collect();
-            add(
-                "EXISTS (SELECT 1 FROM unnest(d.files) f, unnest(?::text[]) p WHERE starts_with(f, p))",
-                Box::new(forms),
-            );
-        }
-        if !f.agents.is_empty() {
-            add("d.tags && ?", Box::new(f.agents.iter().map(|a| format!("source:{a}")).collect::<Vec<_>>()));
-        }
-        if let Some(t) = f.since {
-            add("d.ts >= ?::text::timestamptz", Box::new(t.to_rfc3339()));
-        }
-        if let Some(t) = f.until {
-            add("d.ts <= ?::text::timestamptz", Box::new(t.to_rfc3339()));
-        }
-        let sql = if sql.is_empty() { "TRUE".to_string() } else { sql.join(" AND ") };
-        (sql, params)
+        filter_clauses(&self.filter, first, root)
     }
+}
+
+/// [`TeamQuery::clauses`] of any filter.
+fn filter_clauses(f: &Filter, first: usize, root: Option<&str>) -> (String, Vec<Box<dyn ToSql + Sync>>) {
+    let mut sql: Vec<String> = Vec::new();
+    let mut params: Vec<Box<dyn ToSql + Sync>> = Vec::new();
+    let mut add = |clause: &str, p: Box<dyn ToSql + Sync>| {
+        sql.push(clause.replace('?', &format!("${}", first + params.len())));
+        params.push(p);
+    };
+    if !f.kinds.is_empty() {
+        add("d.kind = ANY(?)", Box::new(f.kinds.iter().map(|k| k.as_str().to_string()).collect::<Vec<_>>()));
+    }
+    if !f.tags_any.is_empty() {
+        add("d.tags && ?", Box::new(f.tags_any.clone()));
+    }
+    if !f.tags_all.is_empty() {
+        add("d.tags @> ?", Box::new(f.tags_all.clone()));
+    }
+    if let Some(domain) = &f.domain {
+        add("d.domain = ?", Box::new(domain.clone()));
+    }
+    if !f.sessions.is_empty() {
+        add(
+            "EXISTS (SELECT 1 FROM unnest(?::text[]) s WHERE s <> '' AND starts_with(d.session_id, s))",
+            Box::new(f.sessions.clone()),
+        );
+    }
+    if !f.files.is_empty() {
+        let forms: Vec<String> = f.files.iter().flat_map(|p| paths::lookup_forms(p, root)).collect();
+        add("d.files && ?", Box::new(forms));
+    }
+    if let Some(prefix) = &f.file_prefix {
+        // A directory prefix keeps its `/` (`src/` must not match `srcx/`), as locally.
+        let dir = prefix.ends_with('/') || prefix.ends_with('\\');
+        let forms: Vec<String> = paths::lookup_forms(prefix, root)
+            .into_iter()
+            .map(|p| if dir && !p.is_empty() && !p.ends_with('/') { format!("{p}/") } else { p })
+            .collect();
+        add("EXISTS (SELECT 1 FROM unnest(d.files) f, unnest(?::text[]) p WHERE starts_with(f, p))", Box::new(forms));
+    }
+    if !f.agents.is_empty() {
+        add("d.tags && ?", Box::new(f.agents.iter().map(|a| format!("source:{a}")).collect::<Vec<_>>()));
+    }
+    if let Some(t) = f.since {
+        add("d.ts >= ?::text::timestamptz", Box::new(t.to_rfc3339()));
+    }
+    if let Some(t) = f.until {
+        add("d.ts <= ?::text::timestamptz", Box::new(t.to_rfc3339()));
+    }
+    let sql = if sql.is_empty() { "TRUE".to_string() } else { sql.join(" AND ") };
+    (sql, params)
 }
 
 /// One project a search asks: its folder (for files typed absolute) and the question's vectors
@@ -291,17 +292,12 @@ impl TeamStore {
         // file, a directory, a session) tells the relevance how much it narrowed.
         let mut admitted = None;
         if !q.filter.is_empty() {
-            let (filters, params) = q.clauses(1, a.root.as_deref());
-            let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-            let sql = format!("SELECT count(*) FILTER (WHERE {filters}), count(*) FROM {d} d");
-            let (passed, total): (i64, i64) = self.read(|c| {
-                let r = c.query_one(&sql, &refs)?;
-                Ok((r.get(0), r.get(1)))
-            })?;
-            if passed == 0 {
+            if !self.any_admitted(&d, &q.filter, a.root.as_deref())? {
                 return Ok((Pool { model: model.to_string(), ..Pool::default() }, Vec::new()));
             }
-            admitted = q.filter.locates().then(|| passed as f64 / total.max(1) as f64);
+            if q.filter.locates() {
+                admitted = Some(self.share_admitted(&d, &q.filter.locating(), a.root.as_deref())?);
+            }
         }
         let mut docs: HashMap<Uuid, Document> = HashMap::new();
         // By meaning: up to `want` new documents per vector, nearest first.
@@ -446,6 +442,38 @@ impl TeamStore {
             .collect();
         let scale = corpus.as_ref().map_or_else(LexicalScale::default, |c| question.in_corpus(c).scale());
         Ok((Pool { candidates, model: model.to_string(), background, lexical: scale, admitted }, docs))
+    }
+}
+
+impl TeamStore {
+    /// Whether any document of the documents table `d` passes `filter` (`root`: the project's
+    /// folder, for files typed absolute).
+    fn any_admitted(&self, d: &str, filter: &Filter, root: Option<&str>) -> Result<bool> {
+        let (filters, params) = filter_clauses(filter, 1, root);
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+        let sql = format!("SELECT EXISTS (SELECT 1 FROM {d} d WHERE {filters})");
+        self.read(|c| Ok(c.query_one(&sql, &refs)?.get(0)))
+    }
+
+    /// The share of the documents table `d` that `filter` lets through, as the local pool
+    /// reads it for the relevance: counted, over the documents counted exactly up to the
+    /// store's exact bound and by the planner's estimate beyond it (as a search's background).
+    fn share_admitted(&self, d: &str, filter: &Filter, root: Option<&str>) -> Result<f64> {
+        let (filters, params) = filter_clauses(filter, 1, root);
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+        let sql = format!("SELECT count(*) FROM {d} d WHERE {filters}");
+        let exact_up_to = self.exact_up_to;
+        let (passed, total) = self.read(|c| {
+            let passed: i64 = c.query_one(&sql, &refs)?.get(0);
+            let planned = super::reads::planned_rows(c, d)?;
+            let total = if planned >= exact_up_to {
+                planned
+            } else {
+                c.query_one(&format!("SELECT count(*) FROM {d}"), &[])?.get::<_, i64>(0) as f64
+            };
+            Ok((passed as f64, total))
+        })?;
+        Ok((passed / total.max(1.0)).clamp(0.0, 1.0))
     }
 }
 

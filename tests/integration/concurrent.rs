@@ -114,6 +114,8 @@ fn every_project_answers_while_an_index_run_embeds() {
     let hybrid: Vec<String> = during.iter().filter(|t| t.0 == "hybrid").map(|t| format!("{:.2}", t.1)).collect();
     println!("hybrid: {}", hybrid.join(" "));
     assert!(rounds_during_run >= 3, "only {rounds_during_run} full rounds during the run");
-    // No search waited on a lock: a lock wait alone is 3 s, a declined writer 5 s.
-    assert!(worst("lexical") < 1.0 && worst("hybrid") < 1.0, "{during:?}");
+    // No search waited on a lock: a lock wait alone is 3 s, a declined writer 5 s. (Not a
+    // speed bound: a hybrid search embeds its question on cores the run is embedding on, and
+    // once took 1.2 s in a clean-clone CI run; how fast they answered is printed above.)
+    assert!(worst("lexical") < 2.5 && worst("hybrid") < 2.5, "{during:?}");
 }

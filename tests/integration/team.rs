@@ -484,9 +484,10 @@ fn one_api_matrix_over_both_stores() {
 
     // A filter that says where the answer lies (here a session, whose candidates keep their
     // neighbours: a file filter's lose them, and their context lift with them) reads its hits
-    // higher than the same documents read in the unfiltered search, in both stores alike
-    // (docs/ranking.md, «Relevance under a filter»); the team store counts what the filter
-    // lets through as the embedded store does.
+    // higher than the same documents read in the unfiltered search, in each store
+    // (docs/ranking.md, «Relevance under a filter»): the team store counts what the filter
+    // lets through, as the embedded store does (their readings are not compared: their word
+    // scores differ).
     {
         let (name, filter) = ("one session", Filter { sessions: vec![session.clone()], ..f() });
         let ask = |filter: &Filter| {

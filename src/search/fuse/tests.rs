@@ -499,6 +499,35 @@ fn a_filter_that_narrows_the_candidates_reads_its_hits_higher() {
 }
 
 #[test]
+fn what_a_filter_narrowed_is_summed_over_collections_as_vectors() {
+    // Two collections of one model: one of 1,000 vectors whose filter let a twentieth of its
+    // documents through, one of 3,000 that it let through whole (a session filter matching
+    // every document of a one-session project): the hits were chosen from 4,000 vectors, of
+    // which 3,050 passed. A collection the filter left nothing of sent no sample and counts
+    // for neither.
+    let model = "multilingual-e5-small";
+    let mut big = background();
+    big.represents(3000);
+    let pools = vec![
+        Pool { model: model.into(), admitted: Some(0.05), ..pool(vec![cand("a", 1, Some(0.62), Some(6.0))]) },
+        Pool { model: model.into(), admitted: Some(1.0), background: big, ..pool(vec![cand("b", 1, Some(0.5), None)]) },
+        Pool { model: model.into(), admitted: Some(0.0), background: Background::default(), ..pool(vec![]) },
+    ];
+    let ranked = rank(pools, SearchMode::Hybrid, &Ranking { background_prior: 0.0, ..NO_CONTEXT }, false);
+    let curves = Curves::for_model(model);
+    for r in &ranked {
+        let want =
+            relevance(SearchMode::Hybrid, &curves, &r.candidate.signals, Chosen { vectors: 4000.0, admitted: 3050.0 });
+        assert_eq!(r.relevance, want, "{}", label(r));
+    }
+    // However far a filter narrows, the reading stops where the fitted questions stopped.
+    let s = Signals { semantic_z: Some(2.0), ..Default::default() };
+    let read = |admitted: f64| relevance(SearchMode::Hybrid, &curves, &s, Chosen { vectors: 100_000.0, admitted });
+    assert!(read(1_000.0) > read(100_000.0));
+    assert_eq!(read(1.0), read(100_000.0 / 5.7f64.exp()));
+}
+
+#[test]
 fn a_question_about_a_decision_lifts_the_message_it_was_made_in() {
     // a:1 asked ("Redis or Postgres?") and matches best; a:2 is the person's decision, the
     // message a decision was extracted from; a:3 the agent's reply.
