@@ -59,7 +59,9 @@ fn main() -> anyhow::Result<()> {
                 s = s.file(file);
             }
             let hits = s.run()?;
-            println!("\n[{}] {query}  ({label}; relevance: the % chance each hit is the answer)", info.project);
+            println!("\n[{}] {query}  ({label})", info.project);
+            let among = convdex::answer_among(hits.iter().map(|h| h.relevance));
+            println!("  chance one of these {} hits is an answer: {among} %; each hit's own chance:", hits.len());
             for h in hits.iter() {
                 let text: String = h.doc.content.split_whitespace().collect::<Vec<_>>().join(" ");
                 let text: String = text.chars().take(110).collect();

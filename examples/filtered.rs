@@ -63,6 +63,9 @@ fn main() -> anyhow::Result<()> {
     let mut tally: BTreeMap<(&str, String), (usize, usize, usize)> = BTreeMap::new();
     // (set, split) → (relevance shown, answered) of every hit read
     let mut points: BTreeMap<(&str, String), Vec<(u8, bool)>> = BTreeMap::new();
+    // (set, split) → (chance shown that an answer is among the first k, one was) of each
+    // question and each k of AMONG_FIRST
+    let mut among: BTreeMap<(&str, String), Vec<(u8, bool)>> = BTreeMap::new();
     for q in questions.iter().filter(|q| only.as_ref().is_none_or(|s| *s == q.split)) {
         let mut query = Query::new(q.query.clone());
         query.mode = Some(SearchMode::Hybrid);
@@ -79,6 +82,14 @@ fn main() -> anyhow::Result<()> {
         );
         let pts = points.entry((q.set, q.split.clone())).or_default();
         pts.extend(hits.iter().zip(&answered).map(|(h, a)| (h.hit.relevance, *a)));
+        if !hits.is_empty() {
+            let asked = among.entry((q.set, q.split.clone())).or_default();
+            for k in AMONG_FIRST {
+                let k = k.min(hits.len());
+                let chance = convdex::answer_among(hits[..k].iter().map(|h| h.hit.relevance));
+                asked.push((chance, answered[..k].iter().any(|a| *a)));
+            }
+        }
         if let Some(f) = dump.as_mut() {
             // What the filter let through in each collection (by words alone: no model): its
             // vectors, its documents and those the filter admits (a collection it admits none
@@ -107,9 +118,24 @@ fn main() -> anyhow::Result<()> {
         println!("| {set} | {split} | {n} | {first} ({:.2}) | {five} ({:.2}) |", share(*first), share(*five));
     }
     println!("\nRelevance shown against answers, the first {SHOWN} hits of each question:\n");
-    println!("| filter | split | band | hits | mean relevance | answers |");
+    bands(&points, "hits", "answers");
+    println!(
+        "\nThe chance shown that an answer is among the first {AMONG_FIRST:?} hits, against questions with one:\n"
+    );
+    bands(&among, "questions × k", "with an answer");
+    Ok(())
+}
+
+/// How many of a question's first hits the chance of an answer among them is read for
+/// ([`convdex::answer_among`]; as `examples/ranking.rs --among` reads it).
+const AMONG_FIRST: [usize; 3] = [3, 5, 10];
+
+/// A reliability table: per (set, split), the points (value shown, true or not) in bands of the
+/// value shown, with the share that were true.
+fn bands(points: &BTreeMap<(&str, String), Vec<(u8, bool)>>, what: &str, yes_label: &str) {
+    println!("| filter | split | band | {what} | mean shown | {yes_label} |");
     println!("|---|---|---|---:|---:|---:|");
-    for ((set, split), pts) in &points {
+    for ((set, split), pts) in points {
         for (lo, hi) in [(0u8, 10u8), (10, 30), (30, 50), (50, 70), (70, 90), (90, 101)] {
             let inside: Vec<&(u8, bool)> = pts.iter().filter(|p| (lo..hi).contains(&p.0)).collect();
             if inside.is_empty() {
@@ -126,7 +152,6 @@ fn main() -> anyhow::Result<()> {
             );
         }
     }
-    Ok(())
 }
 
 /// Whether a hit answers: one of the labelled messages (any line of the same model message),

@@ -38,6 +38,9 @@ fn main() -> anyhow::Result<()> {
     // (split) → (questions, first hit an answer, an answer in the first five)
     let mut tally: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
     let mut by_kind: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
+    // (split, k) → (questions, sum of the chance shown that an answer is among the first k
+    // hits, questions with one there)
+    let mut among: BTreeMap<(String, usize), (usize, f64, usize)> = BTreeMap::new();
     for q in set["queries"].as_array().into_iter().flatten() {
         let field = |k: &str| q[k].as_str().unwrap_or_default().to_string();
         let split = field("split");
@@ -110,6 +113,12 @@ fn main() -> anyhow::Result<()> {
             .map(|h| matches!(&h.hit.doc.body, DocBody::Message(m) if uuids.contains(&m.message_uuid)))
             .collect();
         let (first, five) = (answers.first() == Some(&true), answers.contains(&true));
+        for k in [3, 5] {
+            let k_hits = k.min(hits.len());
+            let chance = convdex::answer_among(hits[..k_hits].iter().map(|h| h.hit.relevance));
+            let a = among.entry((split.clone(), k)).or_default();
+            *a = (a.0 + 1, a.1 + f64::from(chance), a.2 + usize::from(answers[..k_hits].contains(&true)));
+        }
         let t = tally.entry(split.clone()).or_default();
         *t = (t.0 + 1, t.1 + usize::from(first), t.2 + usize::from(five));
         let k = by_kind.entry((split, field("kind"))).or_default();
@@ -133,6 +142,12 @@ fn main() -> anyhow::Result<()> {
             *first as f64 / *n as f64,
             *five as f64 / *n as f64
         );
+    }
+    println!(
+        "\n| split | first hits | questions | mean chance shown of an answer among them | with an answer |\n|---|---:|---:|---:|---:|"
+    );
+    for ((split, k), (n, shown, yes)) in &among {
+        println!("| {split} | {k} | {n} | {:.0} % | {:.0} % |", shown / *n as f64, 100.0 * *yes as f64 / *n as f64);
     }
     println!("\n| split | kind | questions | first hit an answer |\n|---|---|---:|---:|");
     for ((split, kind), (n, first)) in &by_kind {

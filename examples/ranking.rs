@@ -40,7 +40,11 @@
 //! projects to the team store at `URL` (PostgreSQL with pgvector) and asks every question of
 //! both stores (evidence recall@10, hit@5, hit@1 side by side). `RANKING_CASES=1` prints each
 //! Claude Code case's first hit, whether it is in the answering session and where the answer
-//! stands (`RANKING_CASES_TEXT=1`: with the hits' first words).
+//! stands (`RANKING_CASES_TEXT=1`: with the hits' first words). `--among` fits the curve of
+//! [`convdex::answer_among`] (the chance an answer is among a question's first 3, 5 and 10
+//! hits) on the development halves, with `--small` the one-session histories pooled in, and
+//! prints how the chance shown reads on the test halves (without `--fit`, only the default
+//! hybrid search is asked).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -211,6 +215,8 @@ impl Tally {
 /// (score, relevance, answered, size) of the top-10 hits, per set, for calibration; `size` is
 /// `ln(n / 1000)` of the vectors the hit was chosen from.
 type Points = Vec<(f32, u8, bool, f32)>;
+/// One question's hits in order: (relevance shown, an answer).
+type Asked = Vec<(u8, bool)>;
 
 /// `ln(n / 1000)` of the vectors of every collection of `index` (what a search across all of
 /// them chooses from).
@@ -232,6 +238,8 @@ struct Results {
     /// the first five sessions.
     sessions: BTreeMap<Split, (usize, usize)>,
     points: BTreeMap<(Split, &'static str), Points>,
+    /// Each question's hits in order: (relevance shown, an answer), for `--among`.
+    questions: BTreeMap<(Split, &'static str), Vec<Asked>>,
     misses: Vec<String>,
 }
 
@@ -252,6 +260,7 @@ fn evaluate(
         multilingual: BTreeMap::new(),
         sessions: BTreeMap::new(),
         points: BTreeMap::new(),
+        questions: BTreeMap::new(),
         misses: Vec::new(),
     };
     for (split, l, question, evidence) in locomo_questions(loaded, dev_only) {
@@ -271,6 +280,8 @@ fn evaluate(
         r.locomo.entry(split).or_default().add(t);
         let pts = r.points.entry((split, "locomo")).or_default();
         pts.extend(hits.iter().zip(&ids).map(|(h, x)| (h.hit.score, h.hit.relevance, answered(x), sizes.0)));
+        let asked = hits.iter().zip(&ids).map(|(h, x)| (h.hit.relevance, answered(x))).collect();
+        r.questions.entry((split, "locomo")).or_default().push(asked);
     }
     for (set, cases) in [("claude", cc), ("multilingual", ml)] {
         for case in cases.iter().filter(|c| !dev_only || c.split == Split::Dev) {
@@ -348,6 +359,11 @@ fn evaluate(
             let pts =
                 r.points.entry((case.split, if set == "claude" { "claude" } else { "multilingual" })).or_default();
             pts.extend(hits.iter().map(|h| (h.hit.score, h.hit.relevance, answered(h), sizes.1)));
+            let set = if set == "claude" { "claude" } else { "multilingual" };
+            r.questions
+                .entry((case.split, set))
+                .or_default()
+                .push(hits.iter().map(|h| (h.hit.relevance, answered(h))).collect());
         }
     }
     Ok(r)
@@ -381,6 +397,8 @@ fn evaluate_small(
         for h in hits.iter() {
             pts.push((h.score, h.relevance, answered(h), size));
         }
+        let asked = hits.iter().map(|h| (h.relevance, answered(h))).collect();
+        r.questions.entry((split, "locomo-small")).or_default().push(asked);
     }
     for case in cc.iter().filter(|c| !c.uuids.is_empty() && (!dev_only || c.split == Split::Dev)) {
         let Some(coll) = small::collection(&small.index, &case.session, &small.claude)? else { continue };
@@ -394,6 +412,8 @@ fn evaluate_small(
         for h in hits.iter() {
             pts.push((h.score, h.relevance, answered(h), size));
         }
+        let asked = hits.iter().map(|h| (h.relevance, answered(h))).collect();
+        r.questions.entry((case.split, "claude-small")).or_default().push(asked);
     }
     Ok(())
 }
@@ -651,10 +671,10 @@ fn read_curve((a, b, c): (f64, f64, f64), x: &(f32, u8, bool, f32)) -> f64 {
     100.0 / (1.0 + (-(a * f64::from(x.0) + b + c * f64::from(x.3))).exp())
 }
 
-fn reliability(label: &str, pts: &[&Points], curve: Option<(f64, f64, f64)>) {
+fn reliability(label: &str, half: &str, pts: &[&Points], curve: Option<(f64, f64, f64)>) {
     let read = |x: &(f32, u8, bool, f32)| curve.map_or(f64::from(x.1), |k| read_curve(k, x));
     let which = if curve.is_some() { "the curve just fitted" } else { "relevance shown" };
-    println!("\n{label}: {which} vs answers among those hits (test halves)\n");
+    println!("\n{label}: {which} vs answers among those hits ({half} halves)\n");
     if pts.is_empty() {
         return;
     }
@@ -800,6 +820,10 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
+    // `--among` without `--fit` asks the default hybrid search only (what it reads).
+    if flag("--among") && !flag("--fit") {
+        configs.retain(|c| c.mode == SearchMode::Hybrid && c.ranking == d);
+    }
     let small_run = flag("--small");
     // How many vectors the large searches choose from (LoCoMo's ten projects; the transcripts).
     let sizes = (size_of(&loc)?, size_of(&claude)?);
@@ -937,12 +961,12 @@ fn main() -> anyhow::Result<()> {
                 "\n{label} ({mode:?}): relevance fit on the development halves: a = {a:.3}, b = {b:.3}, c = {c:.3}"
             );
             let test: Vec<&Points> = sets[..3].iter().filter_map(|s| r.points.get(&(Split::Test, *s))).collect();
-            reliability(label, &test, None);
+            reliability(label, "test", &test, None);
             if small_run {
                 let small: Vec<&Points> = sets[3..].iter().filter_map(|s| r.points.get(&(Split::Test, *s))).collect();
-                reliability(&format!("{label}, small histories (one session)"), &small, None);
-                reliability(&format!("{label}, large histories"), &test, Some((a, b, c)));
-                reliability(&format!("{label}, small histories (one session)"), &small, Some((a, b, c)));
+                reliability(&format!("{label}, small histories (one session)"), "test", &small, None);
+                reliability(&format!("{label}, large histories"), "test", &test, Some((a, b, c)));
+                reliability(&format!("{label}, small histories (one session)"), "test", &small, Some((a, b, c)));
                 // The curve just fitted, read on the development halves: how far the share of
                 // answers stands from the relevance it would show, large and small apart.
                 for (what, part) in [("large", &sets[..3]), ("small", &sets[3..])] {
@@ -961,5 +985,58 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
+    if flag("--among") {
+        among(default_results.iter().flatten().filter(|x| x.1 == SearchMode::Hybrid).map(|x| &x.2));
+    }
     Ok(())
+}
+
+/// How many of a question's first hits `--among` reads [`convdex::answer_among`] of.
+const AMONG_FIRST: [usize; 4] = [1, 3, 5, 10];
+
+/// A question's first `k` hits as a point of [`fit`] and [`reliability`]: the logit of the
+/// chance an answer is among them were the hits independent, [`convdex::answer_among`] of
+/// them, whether one was an answer, and `ln k` (where [`fit`] reads a size).
+fn among_point(hits: &[(u8, bool)], k: usize) -> (f32, u8, bool, f32) {
+    let first = &hits[..k.min(hits.len())];
+    let none: f64 = first.iter().map(|h| 1.0 - (f64::from(h.0) / 100.0).clamp(0.005, 0.995)).product();
+    let q = (1.0 - none).clamp(1e-4, 1.0 - 1e-4);
+    let shown = convdex::answer_among(first.iter().map(|h| h.0));
+    ((q / (1.0 - q)).ln() as f32, shown, first.iter().any(|h| h.1), (first.len() as f32).ln())
+}
+
+/// `--among`: the chance an answer is among the first 1, 3, 5 and 10 hits of the default
+/// hybrid search, per question: the curve of [`convdex::answer_among`],
+/// `σ(α · logit(q) + β + γ · ln k)`, fitted on the development halves (large and one-session
+/// histories pooled, each question and each `k` one point) and how the chance shown reads
+/// against each half, large and small apart.
+fn among<'a>(results: impl Iterator<Item = &'a Results>) {
+    for r in results {
+        let points = |split: Split, sets: &[&str]| -> Points {
+            sets.iter()
+                .filter_map(|s| r.questions.get(&(split, *s)))
+                .flatten()
+                .filter(|hits| !hits.is_empty())
+                .flat_map(|hits| AMONG_FIRST.map(|k| among_point(hits, k)))
+                .collect()
+        };
+        let (large, small) = (&["locomo", "claude", "multilingual"][..], &["locomo-small", "claude-small"][..]);
+        let dev = [points(Split::Dev, large), points(Split::Dev, small)];
+        let (a, b, c) = fit(&[&dev[0], &dev[1]], true);
+        println!(
+            "\nan answer among the first {AMONG_FIRST:?} hits: fitted on {} development points: α = {a:.3}, β = {b:.3}, γ = {c:.3}",
+            dev[0].len() + dev[1].len()
+        );
+        for (what, sets) in [("large histories", large), ("small histories (one session)", small)] {
+            for (split, half) in [(Split::Dev, "development"), (Split::Test, "test")] {
+                let pts = points(split, sets);
+                if pts.is_empty() {
+                    continue;
+                }
+                let label = format!("an answer among the first {AMONG_FIRST:?} hits, {what}: questions × k");
+                reliability(&label, half, &[&pts], None);
+                reliability(&label, half, &[&pts], Some((a, b, c)));
+            }
+        }
+    }
 }

@@ -138,7 +138,7 @@ pub use lexical::{Glossary, GlossarySkip};
 pub use search::{
     Context, DEFAULT_ANSWER, DEFAULT_BACKGROUND_PRIOR, DEFAULT_CLOSING, DEFAULT_DECISION_LIFT, DEFAULT_GLOSS,
     DEFAULT_LEADERS, DEFAULT_QUESTION, DEFAULT_TRANSLATION, Filter, Fusion, Hit, Hits, MAX_LIMIT, MAX_QUERY_BYTES,
-    POOL_DEPTH, Plan, PlanPath, Query, Ranking, Recency, SearchMode, Signals, asks_about_a_decision,
+    POOL_DEPTH, Plan, PlanPath, Query, Ranking, Recency, SearchMode, Signals, answer_among, asks_about_a_decision,
 };
 pub use text::normalize_name;
 pub use warm::WarmStatus;

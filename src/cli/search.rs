@@ -158,6 +158,9 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     if hits.is_empty() {
         println!("no hits");
     } else {
+        if let Some(line) = super::render::among_line(a.mode, hits.iter().map(|h| h.hit.relevance)) {
+            println!("{line}");
+        }
         println!("relevance (% chance it answers)  project  session  time  role  [files]");
     }
     let color = color();
@@ -233,6 +236,6 @@ fn team_search(ctx: &Ctx, a: &SearchArgs, team: &str) -> anyhow::Result<()> {
     if a.json {
         return print_json(&hits);
     }
-    super::team::print_hits(&shown, &hits);
+    super::team::print_hits(&shown, q.mode, &hits);
     Ok(())
 }

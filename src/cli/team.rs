@@ -222,10 +222,13 @@ pub fn ask(index: &convdex::Index, url_given: Option<&str>, q: &TeamQuery) -> an
 }
 
 /// Prints team hits, a line each.
-pub fn print_hits(shown: &str, hits: &[TeamHit]) {
+pub fn print_hits(shown: &str, mode: SearchMode, hits: &[TeamHit]) {
     if hits.is_empty() {
         println!("no hits in {shown}");
     } else {
+        if let Some(line) = super::render::among_line(mode, hits.iter().map(|h| h.relevance)) {
+            println!("{line}");
+        }
         println!("relevance (% chance it answers)  tenant/project  session  time  type");
     }
     for h in hits {

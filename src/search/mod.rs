@@ -20,6 +20,7 @@ pub use ranking::{
     Context, DEFAULT_ANSWER, DEFAULT_BACKGROUND_PRIOR, DEFAULT_CLOSING, DEFAULT_DECISION_LIFT, DEFAULT_GLOSS,
     DEFAULT_LEADERS, DEFAULT_QUESTION, DEFAULT_TRANSLATION, Fusion, Ranking, Recency, Signals,
 };
+pub use tuned::answer_among;
 
 /// One search result.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

@@ -175,6 +175,51 @@ pub(crate) fn relevance(mode: SearchMode, curves: &Curves, signals: &Signals, ch
     (100.0 * p).round().clamp(0.0, 100.0) as u8
 }
 
+/// The curve [`answer_among`] reads a question's hits by: `(α, β, γ)` of `σ(α · logit(q) + β +
+/// γ · ln k)`, `q` the chance an answer is among the `k` hits were they independent chances.
+/// Fitted 2026-12-02 by `cargo run --release --example ranking -- --small --among` on the
+/// development halves (LoCoMo and the Claude Code cases, large histories and single sessions
+/// pooled, 7,656 points: each question's first 1, 3, 5 and 10 hits of the default search).
+const AMONG: (f64, f64, f64) = (0.537, 0.865, 0.641);
+
+/// The most hits [`AMONG`] was fitted on: more are read as this many (beyond it the curve would
+/// be a guess).
+const AMONG_MAX_HITS: usize = 10;
+
+/// The chance, 0–100, that an answer to the question is among the hits whose relevances are
+/// given (in any order; the first hits a hybrid search returned, say): `q = 1 − Π(1 − rᵢ /
+/// 100)` read by a curve fitted per question on the development halves of the evaluation sets,
+/// so that of the questions shown a chance around `c`, roughly `c`% had an answer among those
+/// hits on the held-out halves (docs/ranking.md, «An answer among the hits»). The hits of one
+/// question are not independent chances (several can be answers, or none): the curve reads
+/// `q` as the evaluation sets found it, with the number of hits (read up to 10). Fitted on
+/// hybrid search with multilingual-e5-small; 0 for no hits.
+///
+/// A hit's relevance reads every hit shown alike; this reads the first hits of a question,
+/// which are answers more often than the relevance of hits at any place says.
+///
+/// ```
+/// let three = convdex::answer_among([19, 19, 17]);
+/// assert!(three >= convdex::answer_among([19]));
+/// assert_eq!(convdex::answer_among([]), 0);
+/// ```
+pub fn answer_among(relevances: impl IntoIterator<Item = u8>) -> u8 {
+    let mut none = 1.0f64;
+    let mut hits = 0usize;
+    for r in relevances {
+        hits += 1;
+        none *= 1.0 - (f64::from(r) / 100.0).clamp(0.005, 0.995);
+    }
+    if hits == 0 {
+        return 0;
+    }
+    let q = (1.0 - none).clamp(1e-4, 1.0 - 1e-4);
+    let (a, b, c) = AMONG;
+    let k = (hits.min(AMONG_MAX_HITS) as f64).ln();
+    let p = 1.0 / (1.0 + (-(a * (q / (1.0 - q)).ln() + b + c * k)).exp());
+    (100.0 * p).round().clamp(0.0, 100.0) as u8
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +244,24 @@ mod tests {
                 assert!(values[0] < 5 && values[7] > 95, "{model} {mode:?}: {values:?}");
             }
         }
+    }
+
+    #[test]
+    fn an_answer_among_more_hits_is_no_less_likely() {
+        assert_eq!(answer_among([]), 0);
+        for first in [0u8, 2, 15, 19, 50, 90, 100] {
+            let mut shown = vec![first];
+            let mut before = answer_among(shown.iter().copied());
+            for next in [17u8, 11, 0, 60, 100] {
+                shown.push(next);
+                let now = answer_among(shown.iter().copied());
+                assert!(now >= before && now <= 100, "{shown:?}: {before} -> {now}");
+                before = now;
+            }
+        }
+        // The order the hits are given in does not matter; a higher relevance never lowers it.
+        assert_eq!(answer_among([19, 15, 11]), answer_among([11, 19, 15]));
+        assert!(answer_among([40, 15]) >= answer_among([20, 15]));
     }
 
     #[test]

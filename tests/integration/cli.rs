@@ -74,6 +74,22 @@ fn commands_json_exit_codes_and_forget() {
         !own.as_array().unwrap().is_empty() && own.as_array().unwrap().iter().all(|h| h["session"] == SESSION),
         "{own}"
     );
+    // The text output says first how likely an answer is among the hits it lists (the
+    // calibrated chance of `answer_among` over their relevances); a search by words alone,
+    // which it was not fitted on, does not.
+    let listed = cli.json(&["search", "expired tokens", "--limit", "3", "--json"]);
+    let relevances: Vec<u8> =
+        listed.as_array().unwrap().iter().map(|h| h["relevance"].as_u64().unwrap() as u8).collect();
+    assert_eq!(relevances.len(), 3, "{listed}");
+    let text = String::from_utf8(cli.run(&["search", "expired tokens", "--limit", "3"]).stdout).unwrap();
+    let first = text.lines().next().unwrap_or_default();
+    let expected = format!("chance one of these 3 hits is an answer: {} %", convdex::answer_among(relevances));
+    assert_eq!(first, expected, "{text}");
+    let words = String::from_utf8(cli.run(&["search", "expired tokens", "--mode", "lexical"]).stdout).unwrap();
+    assert!(!words.contains("chance one of these"), "{words}");
+    // Nor one hit alone (read alone, its chance differs from the relevance beside it).
+    let one = String::from_utf8(cli.run(&["search", "expired tokens", "--limit", "1"]).stdout).unwrap();
+    assert!(one.starts_with("relevance (% chance it answers)"), "{one}");
     let out = cli.run(&["search", "expired tokens", "--session", "ffff0000"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ffff0000"), "{}", String::from_utf8_lossy(&out.stderr));

@@ -264,6 +264,9 @@ fn the_demo_finds_each_answer_among_its_first_three() {
         if q["first"].as_bool() == Some(true) {
             assert!(std::ptr::eq(answer.unwrap(), &hits.hits[0]), "{query}: the first hit is not an answer: {shown:?}");
         }
+        // What the demo prints above them reads as likely: more likely than not, as it is.
+        let among = convdex::answer_among(hits.iter().map(|h| h.relevance));
+        assert!(among > 50, "{query}: the chance an answer is among the hits reads {among}: {shown:?}");
     }
     // The README's question without a filter: the person's decision for Redis (s-u4) comes
     // before the recommendation to keep Postgres that it overruled (s-a7-0).
