@@ -60,8 +60,12 @@ fn main() -> anyhow::Result<()> {
             }
             let hits = s.run()?;
             println!("\n[{}] {query}  ({label})", info.project);
-            let among = convdex::answer_among(hits.iter().map(|h| h.relevance));
-            println!("  chance one of these {} hits is an answer: {among} %; each hit's own chance:", hits.len());
+            if hits.len() >= 2 {
+                let among = convdex::answer_among(hits.iter().map(|h| h.relevance));
+                println!("  chance one of these {} hits is an answer: {among} %; each hit's own chance:", hits.len());
+            } else {
+                println!("  each hit's chance of being the answer:");
+            }
             for h in hits.iter() {
                 let text: String = h.doc.content.split_whitespace().collect::<Vec<_>>().join(" ");
                 let text: String = text.chars().take(110).collect();

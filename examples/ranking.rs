@@ -41,7 +41,7 @@
 //! both stores (evidence recall@10, hit@5, hit@1 side by side). `RANKING_CASES=1` prints each
 //! Claude Code case's first hit, whether it is in the answering session and where the answer
 //! stands (`RANKING_CASES_TEXT=1`: with the hits' first words). `--among` fits the curve of
-//! [`convdex::answer_among`] (the chance an answer is among a question's first 3, 5 and 10
+//! [`convdex::answer_among`] (the chance an answer is among a question's first 1, 3, 5 and 10
 //! hits) on the development halves, with `--small` the one-session histories pooled in, and
 //! prints how the chance shown reads on the test halves (without `--fit`, only the default
 //! hybrid search is asked).
@@ -986,7 +986,10 @@ fn main() -> anyhow::Result<()> {
         }
     }
     if flag("--among") {
-        among(default_results.iter().flatten().filter(|x| x.1 == SearchMode::Hybrid).map(|x| &x.2));
+        // The default hybrid search only (with `--fit`, other hybrid rankings are kept too).
+        let default =
+            |x: &&(String, SearchMode, Results)| x.1 == SearchMode::Hybrid && x.0.starts_with("hybrid (default");
+        among(default_results.iter().flatten().filter(default).map(|x| &x.2));
     }
     Ok(())
 }
@@ -1008,7 +1011,8 @@ fn among_point(hits: &[(u8, bool)], k: usize) -> (f32, u8, bool, f32) {
 /// `--among`: the chance an answer is among the first 1, 3, 5 and 10 hits of the default
 /// hybrid search, per question: the curve of [`convdex::answer_among`],
 /// `σ(α · logit(q) + β + γ · ln k)`, fitted on the development halves (large and one-session
-/// histories pooled, each question and each `k` one point) and how the chance shown reads
+/// histories pooled, each question and each `k` one point: a question with fewer than `k` hits
+/// counts its hits again, one of 1,914 development questions) and how the chance shown reads
 /// against each half, large and small apart.
 fn among<'a>(results: impl Iterator<Item = &'a Results>) {
     for r in results {

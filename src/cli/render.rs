@@ -172,12 +172,18 @@ pub fn no_session_note(path: &std::path::Path) -> String {
 }
 
 /// The line a hybrid search prints above its hits: the calibrated chance that an answer is among
-/// them ([`convdex::answer_among`]). None for other modes (it was fitted on hybrid search) and
-/// for a single hit, whose chance read alone differs from the relevance printed beside it
+/// them ([`convdex::answer_among`]). None for other modes and models (it was fitted on hybrid
+/// search with e5: `ranking` is the index's [`convdex::Index::default_ranking`], e5's being the
+/// default, as for a model this build does not know, whose relevance reads as e5's) and for a
+/// single hit, whose chance read alone differs from the relevance printed beside it
 /// (docs/ranking.md, «An answer among the hits»).
-pub fn among_line(mode: convdex::SearchMode, relevances: impl IntoIterator<Item = u8>) -> Option<String> {
+pub fn among_line(
+    mode: convdex::SearchMode,
+    ranking: convdex::Ranking,
+    relevances: impl IntoIterator<Item = u8>,
+) -> Option<String> {
     let shown: Vec<u8> = relevances.into_iter().collect();
-    if mode != convdex::SearchMode::Hybrid || shown.len() < 2 {
+    if mode != convdex::SearchMode::Hybrid || ranking != convdex::Ranking::default() || shown.len() < 2 {
         return None;
     }
     Some(format!("chance one of these {} hits is an answer: {} %", shown.len(), convdex::answer_among(shown)))

@@ -158,7 +158,8 @@ pub fn run(ctx: &Ctx, a: SearchArgs) -> anyhow::Result<()> {
     if hits.is_empty() {
         println!("no hits");
     } else {
-        if let Some(line) = super::render::among_line(a.mode, hits.iter().map(|h| h.hit.relevance)) {
+        let relevances = hits.iter().map(|h| h.hit.relevance);
+        if let Some(line) = super::render::among_line(a.mode, index.default_ranking(), relevances) {
             println!("{line}");
         }
         println!("relevance (% chance it answers)  project  session  time  role  [files]");
@@ -236,6 +237,6 @@ fn team_search(ctx: &Ctx, a: &SearchArgs, team: &str) -> anyhow::Result<()> {
     if a.json {
         return print_json(&hits);
     }
-    super::team::print_hits(&shown, q.mode, &hits);
+    super::team::print_hits(&shown, (q.mode, index.default_ranking()), &hits);
     Ok(())
 }

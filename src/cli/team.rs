@@ -222,11 +222,13 @@ pub fn ask(index: &convdex::Index, url_given: Option<&str>, q: &TeamQuery) -> an
 }
 
 /// Prints team hits, a line each.
-pub fn print_hits(shown: &str, mode: SearchMode, hits: &[TeamHit]) {
+/// `asked`: the search's mode and the local index's default ranking (what the line above the hits
+/// reads, [`super::render::among_line`]).
+pub fn print_hits(shown: &str, asked: (SearchMode, convdex::Ranking), hits: &[TeamHit]) {
     if hits.is_empty() {
         println!("no hits in {shown}");
     } else {
-        if let Some(line) = super::render::among_line(mode, hits.iter().map(|h| h.relevance)) {
+        if let Some(line) = super::render::among_line(asked.0, asked.1, hits.iter().map(|h| h.relevance)) {
             println!("{line}");
         }
         println!("relevance (% chance it answers)  tenant/project  session  time  type");
