@@ -17,18 +17,24 @@ demo: models
 postgres:
 	$(PYTHON) -c "import pgserver" 2>/dev/null || $(PYTHON) -m pip install -q pgserver==0.1.4
 
+# The tests run in the release profile by default: the build `make demo` and `cargo install`
+# make is then the one the tests made (one optimized build of the dependencies, not two).
+# `make test TEST_PROFILE=dev` builds with the dev profile instead (faster to rebuild after an
+# edit of the crate; debug assertions and overflow checks on).
+TEST_PROFILE ?= release
+
 test: models postgres
 	@if command -v cargo-nextest >/dev/null 2>&1; then \
-		$(CARGO) nextest run --no-fail-fast; \
+		$(CARGO) nextest run --cargo-profile $(TEST_PROFILE) --no-fail-fast; \
 	else \
-		$(CARGO) test --lib --bins --tests --no-fail-fast; \
+		$(CARGO) test --profile $(TEST_PROFILE) --lib --bins --tests --no-fail-fast; \
 	fi
-	$(CARGO) test --doc
+	$(CARGO) test --profile $(TEST_PROFILE) --doc
 
 check: test
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --all-targets -- -D warnings
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps
+	$(CARGO) clippy --release --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --release --no-deps
 
 bench: models
 	$(CARGO) bench --bench embed

@@ -65,6 +65,10 @@ fn mcp_server_answers_a_real_client() {
         assert_ne!(r.is_error, Some(true), "{t}");
         assert!(t.contains("acme-api") && t.contains("session 7f3c1a2e") && t.contains("src/auth.rs"), "{t}");
         assert!(t.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())).count() <= 3, "{t}");
+        let listed = t.lines().filter(|l| l.split_once(". relevance ").is_some_and(|(n, _)| n.parse::<usize>().is_ok())).count();
+        // With two hits or more, a line above them gives the chance that one is an answer (as the
+        // CLI prints it).
+        assert_eq!(t.contains(&format!("chance one of these {listed} hits is an answer: ")), listed >= 2, "{t}");
         // A warm helper of the data dir answers the same search with the same text.
         let helper_cmd = |args: &[&str]| {
             std::process::Command::new(bin).arg("--data-dir").arg(data.path()).args(args).output().unwrap()

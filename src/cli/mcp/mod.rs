@@ -189,7 +189,7 @@ impl Server {
     }
 
     #[tool(
-        description = "Search past coding-agent conversations by words and meaning. Filters: project, type (message/decision/summary), tags, domain, session, file, file_prefix, since, until, agents (claude-code, codex, gemini, aider); `recent` prefers newer sessions; words are also matched in English, Chinese, Japanese and Korean unless `translate` is false. Returns ranked hits with a relevance from 0 to 100, project, session id, time, role, files and a snippet; `sessions: true` lists sessions instead (each with its best hits); use `session` to read one in full."
+        description = "Search past coding-agent conversations by words and meaning. Filters: project, type (message/decision/summary), tags, domain, session, file, file_prefix, since, until, agents (claude-code, codex, gemini, aider); `recent` prefers newer sessions; words are also matched in English, Chinese, Japanese and Korean unless `translate` is false. Returns the chance that one of the hits is an answer, then ranked hits with a relevance from 0 to 100, project, session id, time, role, files and a snippet; `sessions: true` lists sessions instead (each with its best hits); use `session` to read one in full."
     )]
     async fn search(&self, Parameters(p): Parameters<SearchParams>) -> ToolResult {
         let index = self.index.clone();
@@ -239,6 +239,10 @@ impl Server {
                 ));
             }
             let mut out = format!("{} hits for {:?}:\n", hits.len(), query.text);
+            let relevances = hits.iter().map(|h| h.hit.relevance);
+            if let Some(line) = super::render::among_line(mode, index.default_ranking(), relevances) {
+                out.push_str(&format!("{line}\n"));
+            }
             for (i, ProjectHit { project, hit: h }) in hits.iter().enumerate() {
                 let files: Vec<&str> = h.doc.files_discussed.iter().take(4).map(|f| f.path.as_str()).collect();
                 out.push_str(&format!(
@@ -481,6 +485,10 @@ fn team_search(index: &convdex::Index, project: Option<&str>, query: &Query) -> 
         return Ok(format!("no hits in the team store for {:?}; try other words or fewer filters", q.text));
     }
     let mut out = format!("{} hits in the team store for {:?}:\n", hits.len(), q.text);
+    let mode = query.mode.unwrap_or_default();
+    if let Some(line) = super::render::among_line(mode, index.default_ranking(), hits.iter().map(|h| h.relevance)) {
+        out.push_str(&format!("{line}\n"));
+    }
     for (i, h) in hits.iter().enumerate() {
         out.push_str(&format!(
             "\n{}. relevance {} · {}/{} · session {} · {} · {}\n   {}\n",
