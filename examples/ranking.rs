@@ -356,10 +356,8 @@ fn evaluate(
             if !ok {
                 r.misses.push(format!("{set} {:?} [{}] {}", case.split, case.kind, case.query));
             }
-            let pts =
-                r.points.entry((case.split, if set == "claude" { "claude" } else { "multilingual" })).or_default();
+            let pts = r.points.entry((case.split, set)).or_default();
             pts.extend(hits.iter().map(|h| (h.hit.score, h.hit.relevance, answered(h), sizes.1)));
-            let set = if set == "claude" { "claude" } else { "multilingual" };
             r.questions
                 .entry((case.split, set))
                 .or_default()
